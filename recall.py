@@ -1,0 +1,432 @@
+"""recall.py -- embeddings, tasks, models (forward + hand-derived backward) and the loss.
+
+Two papers, one engine:
+  A. Nichani, Lee, Bietti, "Understanding Factual Recall in Transformers via Associative
+     Memories" (ICLR 2025): linear / MLP associative memories, a synthetic factual-recall
+     task, a one-layer transformer, and a linear-attention model that learns sequentially.
+  B. Vural, Bietti, Soltanolkotabi, Wu, "Learning to Recall with Transformers Beyond
+     Orthogonal Embeddings" (ICLR 2026): token retrieval with random embeddings.
+
+Every model is a pair of pure functions
+    logits, cache = <name>_forward(params, fixed, inputs)
+    grads         = <name>_backward(dlogits, cache)
+`params` are trained, `fixed` are frozen (embeddings); `grads` has exactly the keys of params.
+The backward walks the forward in reverse; each block quotes the forward line it differentiates.
+
+Dimension letters (the papers' symbols):
+    B  batch size                 N  number of samples / stored items
+    T  prompt length (task A)     L  sequence length (task B)
+    d  embedding dimension        m  MLP width
+    H  attention heads            dh head dimension
+    S  subjects   R  relations    D  answers per relation
+    V  vocabulary (task B)        M  number of output classes
+"""
+import numpy as np
+
+
+# ----------------------------------------------------------------------------- checks
+
+def _check_int(name, value, lo=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value}")
+    return int(value)
+
+
+def _check_tokens(name, x, n_vocab, ndim):
+    x = np.asarray(x)
+    if x.ndim != ndim or not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"{name} must be a {ndim}-d integer array, got shape {x.shape} "
+                         f"dtype {x.dtype}")
+    if x.size and (x.min() < 0 or x.max() >= n_vocab):
+        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): "
+                         f"min {x.min()}, max {x.max()}")
+    return x
+
+
+def _check_params(name, params, shapes):
+    """shapes: key -> expected shape. Raises ValueError naming the offending key."""
+    missing = set(shapes) - set(params)
+    extra = set(params) - set(shapes)
+    if missing or extra:
+        raise ValueError(f"{name} params: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    for k, shape in shapes.items():
+        if np.shape(params[k]) != tuple(shape):
+            raise ValueError(f"{name} params[{k!r}] must have shape {tuple(shape)}, "
+                             f"got {np.shape(params[k])}")
+
+
+# ----------------------------------------------------------------------------- embeddings
+
+def embeddings(n, d, rng, kind="gaussian"):
+    """n embedding vectors of dimension d, as an (n, d) array.
+
+    "gaussian": entries N(0, 1/d), so rows have norm ~1 and overlaps ~1/sqrt(d).
+    "sphere":   Gaussian rows scaled to unit norm (uniform on the sphere).
+    "onehot":   rows of the identity, e_i (orthogonal; needs d >= n).
+    """
+    n, d = _check_int("n", n), _check_int("d", d)
+    if kind == "gaussian":
+        return rng.standard_normal((n, d)) / np.sqrt(d)
+    if kind == "sphere":
+        G = rng.standard_normal((n, d))
+        return G / np.linalg.norm(G, axis=1, keepdims=True)
+    if kind == "onehot":
+        if d < n:
+            raise ValueError(f'kind="onehot" needs d >= n, got d={d} < n={n}')
+        return np.eye(n, d)
+    raise ValueError(f'kind must be "gaussian", "sphere" or "onehot", got {kind!r}')
+
+
+# ----------------------------------------------------------------------------- loss
+
+def log_softmax(logits):
+    """Row-wise log-softmax, stable for logits of any magnitude."""
+    z = logits - logits.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def softmax(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def cross_entropy(logits, y):
+    """Mean softmax cross-entropy.  logits (B, M), y (B,) ints in [0, M).
+
+    Returns (loss, dlogits) with dlogits = (softmax(logits) - onehot(y)) / B.
+    """
+    logits = np.asarray(logits)
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be 2-d (B, M), got shape {logits.shape}")
+    y = _check_tokens("y", y, logits.shape[1], 1)
+    if len(y) != len(logits):
+        raise ValueError(f"y has {len(y)} labels for {len(logits)} rows of logits")
+    B = len(y)
+    logp = log_softmax(logits)                       # (B, M)
+    loss = -logp[np.arange(B), y].mean()
+    dlogits = np.exp(logp)
+    dlogits[np.arange(B), y] -= 1.0
+    return loss, dlogits / B
+
+
+def accuracy(logits, y):
+    """Fraction of rows whose argmax is the label."""
+    return float((np.argmax(logits, axis=1) == y).mean())
+
+
+# ----------------------------------------------------------------------------- task A: facts
+
+def make_facts(S, R, D, rng, T=32, structured=False):
+    """The synthetic factual-recall task of paper A.
+
+    Input vocabulary: subjects [0, S), relations [S, S+R), n_noise = S+R noise tokens
+    [S+R, 2(S+R)), and one EOS token 2(S+R).  Answers live in their own vocabulary of D*R
+    tokens; relation r owns answers {D r, ..., D r + D - 1}.
+    The fact table a*(s, r) is uniform over relation r's D answers, or, with structured=True,
+    a*(s, r) = s*D // S + D*r (for S = 16, D = 8 that is s//2 + 8r: the answer's index inside
+    the block depends on the subject only).
+    """
+    S, R, D, T = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D), ("T", T)))
+    if T < 3:
+        raise ValueError(f"T must be >= 3 (subject, relation, EOS), got {T}")
+    n_noise = S + R
+    if structured:
+        table = (np.arange(S)[:, None] * D // S) + D * np.arange(R)[None, :]
+    else:
+        table = rng.integers(0, D, size=(S, R)) + D * np.arange(R)[None, :]
+    return {"S": S, "R": R, "D": D, "T": T, "n_noise": n_noise,
+            "vocab": S + R + n_noise + 1, "eos": S + R + n_noise,
+            "n_answers": D * R, "table": table}
+
+
+def sample_facts(task, B, rng, subjects=None, relations=None):
+    """B prompts of T tokens.  Returns tokens (B, T) and answers (B,).
+
+    Noise tokens everywhere, the subject at a uniform position in [0, T-2], the relation at
+    a different uniform position in [0, T-2], EOS at T-1.  Subjects and relations are uniform
+    unless given (arrays of length B, e.g. to enumerate every fact).
+    """
+    B = _check_int("B", B)
+    S, R, T, n_noise = task["S"], task["R"], task["T"], task["n_noise"]
+    s = rng.integers(0, S, B) if subjects is None else _check_tokens("subjects", subjects, S, 1)
+    r = rng.integers(0, R, B) if relations is None else _check_tokens("relations", relations, R, 1)
+    if len(s) != B or len(r) != B:
+        raise ValueError(f"subjects and relations must have length B={B}")
+    tokens = rng.integers(S + R, S + R + n_noise, size=(B, T))      # (B, T) noise
+    pos_s = rng.integers(0, T - 1, B)                                 # uniform in [0, T-2]
+    pos_r = rng.integers(0, T - 2, B)                                 # then skip pos_s
+    pos_r = pos_r + (pos_r >= pos_s)
+    rows = np.arange(B)
+    tokens[rows, pos_s] = s
+    tokens[rows, pos_r] = S + r
+    tokens[:, T - 1] = task["eos"]
+    return tokens, task["table"][s, r]
+
+
+# ----------------------------------------------------------------------------- task B: retrieval
+
+def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
+    """The token-retrieval task of paper B, with the fixed arrays of its model.
+
+    E, U (V, d): input and output embeddings (kind as in `embeddings`); z_trig, z_eos (d,):
+    the trigger and end-of-sequence vectors, N(0, 1/d) (with kind="onehot" and d >= V+2 they
+    are the next two basis vectors, so everything is orthogonal); W_mlp (d, m), N(0, 1/d),
+    when m is given; perm: the target permutation pi* of [V].
+    """
+    V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L)
+    if L < 2:
+        raise ValueError(f"L must be >= 2, got {L}")
+    E = embeddings(V, d, rng, kind)
+    U = embeddings(V, d, rng, kind)
+    if kind == "onehot" and d >= V + 2:
+        z_trig, z_eos = np.eye(d)[V], np.eye(d)[V + 1]
+    else:
+        z_trig, z_eos = rng.standard_normal((2, d)) / np.sqrt(d)
+    task = {"V": V, "d": d, "L": L, "kind": kind, "E": E, "U": U,
+            "z_trig": z_trig, "z_eos": z_eos, "perm": rng.permutation(V)}
+    if m is not None:
+        m = _check_int("m", m)
+        task["m"] = m
+        task["W_mlp"] = rng.standard_normal((d, m)) / np.sqrt(d)
+    return task
+
+
+def sample_retrieval(task, N, rng):
+    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform
+    on [L], and labels (N,) = perm[tokens[n, pos[n]]]."""
+    N = _check_int("N", N)
+    V, L = task["V"], task["L"]
+    tokens = rng.integers(0, V, size=(N, L))
+    pos = rng.integers(0, L, N)
+    return tokens, pos, task["perm"][tokens[np.arange(N), pos]]
+
+
+def retrieval_fixed(task):
+    """The frozen arrays of the retrieval model, as its `fixed` argument."""
+    keys = ["E", "U", "z_trig", "z_eos"] + (["W_mlp"] if "W_mlp" in task else [])
+    return {k: task[k] for k in keys}
+
+
+# ----------------------------------------------------------------------------- linear memory
+
+def linear_memory_forward(params, fixed, x):
+    """logits = E[x] W U^T.   W (d, d); E (n, d); U (M, d); x (B,) ints -> logits (B, M)."""
+    E, U = fixed["E"], fixed["U"]
+    d = E.shape[1]
+    _check_params("linear_memory", params, {"W": (d, d)})
+    x = _check_tokens("x", x, len(E), 1)
+    X = E[x]                                   # (B, d)
+    Z = X @ params["W"]                        # (B, d)
+    logits = Z @ U.T                           # (B, M)
+    return logits, (X, U)
+
+
+def linear_memory_backward(dlogits, cache):
+    X, U = cache
+    dZ = dlogits @ U                           # logits = Z U^T        (B, d)
+    return {"W": X.T @ dZ}                     # Z = X W               (d, d)
+
+
+# ----------------------------------------------------------------------------- MLP memory
+
+def mlp_memory_forward(params, fixed, x):
+    """logits = relu(E[x] W1 + b1) W2 U^T.   W1 (d, m), b1 (m,), W2 (m, d)."""
+    E, U = fixed["E"], fixed["U"]
+    d = E.shape[1]
+    m = np.shape(params.get("b1", ()))[0] if np.ndim(params.get("b1", ())) == 1 else -1
+    _check_params("mlp_memory", params, {"W1": (d, m), "b1": (m,), "W2": (m, d)})
+    x = _check_tokens("x", x, len(E), 1)
+    X = E[x]                                   # (B, d)
+    P = X @ params["W1"] + params["b1"]        # (B, m) pre-activation
+    A = np.maximum(P, 0.0)                     # (B, m)
+    Z = A @ params["W2"]                       # (B, d)
+    logits = Z @ U.T                           # (B, M)
+    return logits, (X, P, A, U, params["W2"])
+
+
+def mlp_memory_backward(dlogits, cache):
+    X, P, A, U, W2 = cache
+    dZ = dlogits @ U                           # logits = Z U^T
+    dW2 = A.T @ dZ                             # Z = A W2
+    dA = dZ @ W2.T
+    dP = dA * (P > 0)                          # A = relu(P)
+    return {"W1": X.T @ dP, "b1": dP.sum(0), "W2": dW2}   # P = X W1 + b1
+
+
+# ----------------------------------------------------------------------------- transformer
+
+def init_transformer(d, H, dh, m, rng):
+    """Random init as in the authors' code: Q, K, V std 1/sqrt(dh), O std 1/sqrt(d),
+    W1, W2 variance 1/fan_in, b1 = 0."""
+    d, H, dh, m = (_check_int(k, v) for k, v in (("d", d), ("H", H), ("dh", dh), ("m", m)))
+    n = rng.standard_normal
+    return {"WQ": n((H, d, dh)) / np.sqrt(dh), "WK": n((H, d, dh)) / np.sqrt(dh),
+            "WV": n((H, d, dh)) / np.sqrt(dh), "WO": n((H * dh, d)) / np.sqrt(d),
+            "W1": n((d, m)) / np.sqrt(d), "b1": np.zeros(m), "W2": n((m, d)) / np.sqrt(m)}
+
+
+def transformer_forward(params, fixed, tokens):
+    """One-layer transformer of paper A (attention from the last position, then MLP).
+
+    For each head h:  q = x_T WQ_h,  score_t = (x_t WK_h) . q / sqrt(dh),  a = softmax_t(score),
+    o_h = sum_t a_t x_t WV_h.   x = concat_h(o_h) WO,   y = x + relu(x W1 + b1) W2,
+    logits = y U^T.  The EOS embedding is not added back into the stream.
+
+    Computed without forming per-position keys or values (never (H, B, T, dh)):
+      score_t = x_t . (WK_h q)                 -- fold the key map into the query, (H, B, d)
+      o_h     = (sum_t a_t x_t) WV_h           -- pool the embeddings first, then project.
+    """
+    E, U = fixed["E"], fixed["U"]
+    d = E.shape[1]
+    WQ = params.get("WQ")
+    if WQ is None or np.ndim(WQ) != 3:
+        raise ValueError("transformer params['WQ'] must be an (H, d, dh) array")
+    H, _, dh = WQ.shape
+    m = np.shape(params.get("b1", ()))[0] if np.ndim(params.get("b1", ())) == 1 else -1
+    _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
+                                          "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
+                                          "W2": (m, d)})
+    tokens = _check_tokens("tokens", tokens, len(E), 2)
+    B = len(tokens)
+    X = E[tokens]                                                  # (B, T, d)
+    xT = X[:, -1]                                                  # (B, d)   the query token
+    q = np.einsum("bd,hdk->hbk", xT, params["WQ"])                 # (H, B, dh)
+    qk = np.einsum("hdk,hbk->hbd", params["WK"], q)                # (H, B, d)   WK_h q
+    s = np.einsum("btd,hbd->hbt", X, qk) / np.sqrt(dh)             # (H, B, T)   scores
+    a = softmax(s, axis=-1)                                        # (H, B, T)
+    xbar = np.einsum("hbt,btd->hbd", a, X)                         # (H, B, d)   pooled input
+    o = np.einsum("hbd,hdk->hbk", xbar, params["WV"])              # (H, B, dh)
+    oc = o.transpose(1, 0, 2).reshape(B, H * dh)                   # (B, H dh)  heads in order
+    x = oc @ params["WO"]                                          # (B, d)
+    P = x @ params["W1"] + params["b1"]                            # (B, m)
+    A = np.maximum(P, 0.0)                                         # (B, m)
+    y = x + A @ params["W2"]                                       # (B, d)
+    logits = y @ U.T                                               # (B, n_answers)
+    cache = (X, xT, q, a, xbar, oc, x, P, A, U, params, dh)
+    return logits, cache
+
+
+def transformer_backward(dlogits, cache):
+    X, xT, q, a, xbar, oc, x, P, A, U, params, dh = cache
+    H = q.shape[0]
+    B = len(X)
+    dy = dlogits @ U                                               # logits = y U^T
+    dW2 = A.T @ dy                                                 # y = x + A W2
+    dP = (dy @ params["W2"].T) * (P > 0)                           # A = relu(P)
+    dW1, db1 = x.T @ dP, dP.sum(0)                                 # P = x W1 + b1
+    dx = dy + dP @ params["W1"].T
+    dWO = oc.T @ dx                                                # x = oc WO
+    do = (dx @ params["WO"].T).reshape(B, H, dh).transpose(1, 0, 2)   # (H, B, dh)
+    dWV = np.einsum("hbd,hbk->hdk", xbar, do)                      # o = xbar WV_h
+    dxbar = np.einsum("hbk,hdk->hbd", do, params["WV"])
+    da = np.einsum("hbd,btd->hbt", dxbar, X)                       # xbar = sum_t a_t x_t
+    ds = a * (da - (a * da).sum(-1, keepdims=True))                # a = softmax(s)
+    dqk = np.einsum("hbt,btd->hbd", ds, X) / np.sqrt(dh)           # s = x_t . qk / sqrt(dh)
+    dWK = np.einsum("hbd,hbk->hdk", dqk, q)                        # qk = WK_h q
+    dq = np.einsum("hbd,hdk->hbk", dqk, params["WK"])
+    dWQ = np.einsum("bd,hbk->hdk", xT, dq)                         # q = xT WQ_h
+    return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
+
+
+def transformer_params(d, H, dh, m):
+    """Parameter count without embeddings: 4 H dh d (Q, K, V, O) + 2 m d (W1, W2)."""
+    return 4 * H * dh * d + 2 * m * d
+
+
+# ----------------------------------------------------------------------------- linear attention
+
+def linear_attention_forward(params, fixed, tokens):
+    """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV.
+
+    No softmax, no 1/T; the sum runs over all T positions (EOS included).
+    A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T).
+    """
+    E = fixed["E"]
+    d = E.shape[1]
+    WV = params.get("WV")
+    if WV is None or np.ndim(WV) != 2:
+        raise ValueError("linear_attention params['WV'] must be a (d, n_answers) array")
+    _check_params("linear_attention", params, {"A": (d, d), "WV": (d, WV.shape[1])})
+    tokens = _check_tokens("tokens", tokens, len(E), 2)
+    X = E[tokens]                                # (B, T, d)
+    u = X[:, -1] @ params["A"]                   # (B, d)     x_T A
+    s = np.einsum("btd,bd->bt", X, u)            # (B, T)     x_T A x_t^T
+    c = np.einsum("bt,btd->bd", s, X)            # (B, d)
+    logits = c @ params["WV"]                    # (B, n_answers)
+    return logits, (X, s, c, params)
+
+
+def linear_attention_backward(dlogits, cache):
+    X, s, c, params = cache
+    dWV = c.T @ dlogits                          # logits = c WV
+    dc = dlogits @ params["WV"].T
+    ds = np.einsum("bd,btd->bt", dc, X)          # c = sum_t s_t x_t
+    du = np.einsum("bt,btd->bd", ds, X)          # s_t = u . x_t
+    return {"A": X[:, -1].T @ du, "WV": dWV}     # u = x_T A
+
+
+# ----------------------------------------------------------------------------- retrieval model
+
+def retrieval_forward(params, fixed, inputs):
+    """Paper B's one-layer transformer on token retrieval.
+
+    rows h_i = E[x_i] + 1{i = pos} z_trig,  s_i = h_i WKQ z_eos^T,  a = softmax_i(s),
+    phi = sum_i a_i h_i,  logits = phi WV U^T  (attention only, WV (d, d))
+                      or  logits = relu(phi W_mlp) WV U^T  (fixed random MLP, WV (m, d)).
+    inputs = (tokens (N, L), pos (N,)).
+
+    Only (N, L) and (N, d) arrays are formed, never (N, L, d):
+      s_i = h_i . w with w = WKQ z_eos shared by all samples, so s = (E w)[tokens] + 1{i=pos} z_trig.w,
+      and phi is accumulated one position at a time.
+    """
+    E, U, z_trig, z_eos = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
+    d = E.shape[1]
+    W_mlp = fixed.get("W_mlp")
+    vdim = d if W_mlp is None else W_mlp.shape[1]
+    _check_params("retrieval", params, {"WKQ": (d, d), "WV": (vdim, d)})
+    tokens, pos = inputs
+    tokens = _check_tokens("tokens", tokens, len(E), 2)
+    N, L = tokens.shape
+    pos = _check_tokens("pos", pos, L, 1)
+    if len(pos) != N:
+        raise ValueError(f"pos has length {len(pos)}, tokens has {N} rows")
+    rows = np.arange(N)
+    w = params["WKQ"] @ z_eos                                # (d,)   the learned query
+    s = (E @ w)[tokens]                                      # (N, L)  E[x] w == (E w)[x]
+    s[rows, pos] += z_trig @ w
+    a = softmax(s, axis=1)                                   # (N, L)
+    phi = np.outer(a[rows, pos], z_trig)                     # (N, d)
+    for i in range(L):
+        phi += a[:, i, None] * E[tokens[:, i]]               # (N, d)
+    if W_mlp is None:
+        g, P = phi, None
+    else:
+        P = phi @ W_mlp                                      # (N, m)
+        g = np.maximum(P, 0.0)
+    logits = g @ params["WV"] @ U.T                          # (N, V)
+    return logits, (tokens, pos, a, phi, P, g, params, fixed)
+
+
+def retrieval_backward(dlogits, cache):
+    tokens, pos, a, phi, P, g, params, fixed = cache
+    E, U, z_trig, z_eos = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
+    N, L = tokens.shape
+    rows = np.arange(N)
+    dZ = dlogits @ U                                         # logits = Z U^T,  Z = g WV
+    dWV = g.T @ dZ
+    dg = dZ @ params["WV"].T                                 # (N, vdim)
+    if P is None:
+        dphi = dg
+    else:
+        dphi = (dg * (P > 0)) @ fixed["W_mlp"].T             # g = relu(phi W_mlp)
+    da = np.empty((N, L))                                    # phi = sum_i a_i h_i
+    for i in range(L):
+        da[:, i] = np.einsum("nd,nd->n", E[tokens[:, i]], dphi)
+    da[rows, pos] += dphi @ z_trig
+    ds = a * (da - (a * da).sum(1, keepdims=True))           # a = softmax(s)
+    # s_i = h_i . w  =>  dw = sum_{n,i} ds_ni h_ni, accumulated per vocabulary entry
+    dEw = np.bincount(tokens.ravel(), weights=ds.ravel(), minlength=len(E))   # (V,)
+    dw = E.T @ dEw + ds[rows, pos].sum() * z_trig            # (d,)
+    return {"WKQ": np.outer(dw, z_eos), "WV": dWV}           # w = WKQ z_eos
