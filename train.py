@@ -1,0 +1,346 @@
+"""train.py -- optimizers, training loops, capacity search, one runner per experiment, CLI.
+
+    python train.py --help               lists the experiments
+    python train.py fig5 --help          options of one experiment
+
+Every run writes one JSON record (its whole config, seed, measured numbers and wall time) to
+results/<experiment>/<key>.json, atomically, as soon as it finishes; rerunning skips finished
+records, so an interrupted sweep loses at most the runs in flight.  plots.py reads only these.
+"""
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import math
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import recall as rc
+
+
+# ----------------------------------------------------------------------------- optimizers
+
+def sgd_step(params, grads, lr):
+    """Plain (stochastic) gradient descent, in place:  p <- p - lr g."""
+    for k in params:
+        params[k] -= lr * grads[k]
+
+
+def adam_init(params):
+    return {"t": 0, "m": {k: np.zeros_like(p) for k, p in params.items()},
+            "v": {k: np.zeros_like(p) for k, p in params.items()}}
+
+
+def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam with bias correction, in place; eps is added outside the square root:
+        m <- b1 m + (1-b1) g,  v <- b2 v + (1-b2) g^2,
+        p <- p - lr * m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1-b1^t),  v_hat = v / (1-b2^t)."""
+    state["t"] += 1
+    t = state["t"]
+    for k in params:
+        m, v, g = state["m"][k], state["v"][k], grads[k]
+        m *= b1
+        m += (1 - b1) * g
+        v *= b2
+        v += (1 - b2) * g * g
+        params[k] -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+
+
+# ----------------------------------------------------------------------------- capacity search
+
+def bisect_capacity(succeeds, lo, hi, ratio=1.01):
+    """Largest integer n in [lo, hi] with succeeds(n), assuming success is monotone in n.
+
+    Bisection in log scale (geometric mean) until hi/lo <= ratio.  Returns lo if even lo
+    fails (the caller should record that), hi if hi succeeds.
+    """
+    lo, hi = int(lo), int(hi)
+    if lo < 1 or hi < lo:
+        raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
+    if succeeds(hi):
+        return hi
+    if not succeeds(lo):
+        return lo
+    while hi / lo > ratio and hi - lo > 1:
+        mid = int(round(math.sqrt(lo * hi)))
+        mid = min(max(mid, lo + 1), hi - 1)
+        if succeeds(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+# ----------------------------------------------------------------------------- results and sweeps
+
+RESULTS = "results"
+
+
+def config_key(config):
+    """A short stable name for a config: readable prefix + hash of its canonical JSON."""
+    blob = json.dumps(config, sort_keys=True, default=float)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def save_json(path, obj):
+    """Write then rename, so a reader (or an interrupted run) never sees half a file."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, default=_json_default)
+    os.replace(tmp, path)
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def load_records(out, experiment):
+    """All finished records of one experiment, sorted by config key."""
+    folder = os.path.join(out, experiment)
+    if not os.path.isdir(folder):
+        return []
+    recs = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as f:
+                recs.append(json.load(f))
+    return recs
+
+
+def _run_record(experiment, fn, config):
+    t0 = time.time()
+    result = fn(config)
+    return {"experiment": experiment, "config": config, "result": result,
+            "seconds": round(time.time() - t0, 3)}
+
+
+class _Progress:
+    """One line on stderr: done/total, elapsed, estimated remaining."""
+
+    def __init__(self, label, total, done=0):
+        self.label, self.total, self.done, self.t0 = label, total, done, time.time()
+        self.start_done = done
+        self.enabled = sys.stderr.isatty() or os.environ.get("RECALL_PROGRESS") == "1"
+
+    def update(self, n=1):
+        self.done += n
+        if not self.enabled:
+            return
+        el = time.time() - self.t0
+        new = self.done - self.start_done
+        eta = el / new * (self.total - self.done) if new else float("nan")
+        sys.stderr.write(f"\r{self.label}: {self.done}/{self.total} done, "
+                         f"{el:.0f}s elapsed, ~{eta:.0f}s left   ")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def sweep(experiment, configs, fn, out=RESULTS, jobs=1):
+    """Run fn(config) -> dict for every config without a finished record; return all records.
+
+    configs: JSON-able dicts, each carrying its own seed, so results do not depend on `jobs`
+    or on the order of execution.  fn must be a module-level function (it is pickled for the
+    process pool).  Each finished run is saved at once as results/<experiment>/<key>.json.
+    Ctrl-C stops cleanly: finished records are kept, the runs in flight are lost.
+    """
+    jobs = rc._check_int("jobs", jobs)
+    folder = os.path.join(out, experiment)
+    paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
+    todo = [(c, p) for c, p in zip(configs, paths) if not os.path.exists(p)]
+    progress = _Progress(experiment, len(configs), len(configs) - len(todo))
+    try:
+        if jobs == 1 or len(todo) <= 1:
+            for c, p in todo:
+                save_json(p, _run_record(experiment, fn, c))
+                progress.update()
+        else:
+            with cf.ProcessPoolExecutor(jobs, initializer=_ignore_sigint) as pool:
+                futures = {pool.submit(_run_record, experiment, fn, c): p for c, p in todo}
+                try:
+                    for fut in cf.as_completed(futures):
+                        save_json(futures[fut], fut.result())
+                        progress.update()
+                except KeyboardInterrupt:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+    finally:
+        progress.close()
+    byfile = {}
+    for p in paths:
+        with open(p) as f:
+            byfile[p] = json.load(f)
+    return [byfile[p] for p in paths]
+
+
+# ----------------------------------------------------------------------------- experiments registry
+
+EXPERIMENTS = {}   # name -> (runner, help, [(flag, type, default, help), ...])
+
+
+def experiment(name, help, options=()):
+    """Register a runner  run(out, scale, jobs, seed, **options) -> list of records."""
+    def register(fn):
+        EXPERIMENTS[name] = (fn, help, list(options))
+        return fn
+    return register
+
+
+# ----------------------------------------------------------------------------- paper A, Fig. 5: sequential learning
+
+def fig5_losses(logits, y, D):
+    """Total, relation-only and subject-only cross-entropy (means over rows).
+
+    relation-only: -log sum_{a in y's relation block} p(a)   (is the relation known?)
+    subject-only:  -log sum_{a = y mod D} p(a)               (is the subject's slot known?)
+    """
+    logp = rc.log_softmax(logits)                                   # (B, D R)
+    B, n = logp.shape
+    rows = np.arange(B)
+    blocks = logp.reshape(B, n // D, D)                             # (B, R, D)
+    rel = np.logaddexp.reduce(blocks[rows, y // D], axis=1)         # (B,)
+    sub = np.logaddexp.reduce(blocks[rows, :, y % D], axis=1)       # (B,)
+    return -logp[rows, y].mean(), -rel.mean(), -sub.mean()
+
+
+def run_fig5_one(cfg):
+    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (PAPERS A5)."""
+    rng = np.random.default_rng(cfg["seed"])
+    task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
+    d = task["vocab"]                                               # one-hot: d = vocab = 41
+    fixed = {"E": rc.embeddings(d, d, rng, "onehot")}
+    params = {"A": np.full((d, d), cfg["init"]),
+              "WV": np.full((d, task["n_answers"]), cfg["init"])}
+    test_x, test_y = rc.sample_facts(task, cfg["n_test"], rng)
+    curve = {"step": [], "total": [], "relation": [], "subject": [], "accuracy": []}
+    for step in range(cfg["steps"] + 1):
+        if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
+            logits, _ = rc.linear_attention_forward(params, fixed, test_x)
+            for k, v in zip(("total", "relation", "subject"), fig5_losses(logits, test_y, cfg["D"])):
+                curve[k].append(round(float(v), 6))
+            curve["step"].append(step)
+            curve["accuracy"].append(rc.accuracy(logits, test_y))
+        if step == cfg["steps"]:
+            break
+        x, y = rc.sample_facts(task, cfg["batch"], rng)
+        logits, cache = rc.linear_attention_forward(params, fixed, x)
+        _, dlogits = rc.cross_entropy(logits, y)
+        sgd_step(params, rc.linear_attention_backward(dlogits, cache), cfg["lr"])
+    return curve
+
+
+def fig5_config(steps=8192, seed=0, eval_every=64):
+    return {"S": 16, "R": 4, "D": 8, "T": 32, "lr": 0.1, "batch": 1024, "init": 1e-5,
+            "steps": steps, "n_test": 4096, "eval_every": eval_every, "seed": seed}
+
+
+@experiment("fig5", "paper A Fig. 5: sequential learning and the hallucination stage",
+            [("--steps", "positive_int", 8192, "SGD steps (paper: 8192)")])
+def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192):
+    return sweep("fig5", [fig5_config(steps, seed)], run_fig5_one, out, jobs)
+
+
+# ----------------------------------------------------------------------------- paper A, capacity experiments
+
+
+# ----------------------------------------------------------------------------- paper B, token retrieval
+
+
+# ----------------------------------------------------------------------------- command line
+
+def positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def nonneg_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not v > 0 or not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+_TYPES = {"positive_int": positive_int, "nonneg_int": nonneg_int,
+          "positive_float": positive_float, "str": str}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 2."""
+
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.exit(2)
+
+
+def build_parser():
+    parser = _Parser(prog="train.py", description="Run one experiment; results go to "
+                     "OUT/<experiment>/*.json, figures are drawn by plots.py.")
+    sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    for name, (fn, help, options) in EXPERIMENTS.items():
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--scale", choices=["small", "full"], default="small",
+                       help="small: laptop defaults (minutes); full: the paper's grid (hours)")
+        p.add_argument("--jobs", type=positive_int, default=1,
+                       help="configurations run in parallel (processes); results do not depend on it")
+        p.add_argument("--seed", type=nonneg_int, default=0, help="base random seed")
+        p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
+        for flag, typ, default, h in options:
+            p.add_argument(flag, type=_TYPES[typ], default=default, help=f"{h} (default: {default})")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    name = args.pop("experiment")
+    fn = EXPERIMENTS[name][0]
+    t0 = time.time()
+    try:
+        records = fn(**args)
+    except ValueError as e:                        # a bad combination of option values
+        parser.error(str(e))
+    except KeyboardInterrupt:
+        sys.stderr.write(f"\n{name}: interrupted; finished runs are saved in {args['out']}/{name}/"
+                         ", rerun to continue\n")
+        sys.exit(130)
+    print(f"{name}: {len(records)} records in {args['out']}/{name}/ ({time.time() - t0:.1f}s)")
+
+
+if __name__ == "__main__":
+    main()
