@@ -1,0 +1,40 @@
+# One target per experiment.  `make figures` runs them all at laptop scale; `make test` runs the
+# tests.  Both create .venv and install requirements.txt first.  SCALE=full for the paper's grids,
+# JOBS=N for N parallel processes.
+PYTHON ?= python3
+PY = .venv/bin/python
+SCALE ?= small
+JOBS ?= 2
+RUN = $(PY) train.py
+PLOT = $(PY) plots.py
+
+CORE_FIGURES = fig5
+
+PAPER_A_FIGURES =
+
+PAPER_B_FIGURES =
+
+.PHONY: test figures clean bench $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
+
+figures: $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
+
+.venv/ready: requirements.txt
+	$(PYTHON) -m venv .venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+test: .venv/ready
+	$(PY) -m pytest -q test_recall.py
+
+fig5: .venv/ready
+	$(RUN) fig5 --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) fig5
+
+# ----------------------------------------------------------------------------- paper A targets
+
+
+# ----------------------------------------------------------------------------- paper B targets
+
+
+clean:
+	rm -rf results figures

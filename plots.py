@@ -1,0 +1,110 @@
+"""plots.py -- one function per figure; each reads results files only (see train.py).
+
+    python plots.py                 draw every figure whose results exist
+    python plots.py fig5 ...        draw the named figures
+
+Figures go to figures/<name>.png.  Theory curves come from theory.py.
+"""
+import os
+import sys
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt   # noqa: E402
+import numpy as np                # noqa: E402
+
+import theory                     # noqa: E402,F401
+from train import RESULTS, load_records   # noqa: E402
+
+FIGURES = {}   # name -> function(results_dir, path)
+
+
+def figure(name):
+    def register(fn):
+        FIGURES[name] = fn
+        return fn
+    return register
+
+
+def _save(fig, path):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _need(records, name, results):
+    if not records:
+        raise FileNotFoundError(f"no results for {name} in {results}/{name}/: "
+                                f"run `python train.py {name}` first")
+    return records
+
+
+# ----------------------------------------------------------------------------- paper A, Fig. 5
+
+@figure("fig5")
+def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
+    """Total, relation-only and subject-only test losses of linear attention under SGD."""
+    rec = _need(load_records(results, "fig5"), "fig5", results)[-1]
+    c, cfg = rec["result"], rec["config"]
+    n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(c["step"], c["total"], color="k", lw=2, label="total loss")
+    ax.plot(c["step"], c["relation"], color="C0", label=r"relation-only: $-\log\sum_{a\in r}p(a)$")
+    ax.plot(c["step"], c["subject"], color="C3", label=r"subject-only: $-\log\sum_{a\equiv y \,(\mathrm{mod}\,D)}p(a)$")
+    ax.axhline(np.log(n_ans), ls="--", color="gray", lw=1)
+    ax.axhline(np.log(D), ls="--", color="gray", lw=1)
+    ax.text(c["step"][-1], np.log(n_ans), rf"$\ln {n_ans}$", va="bottom", ha="right", color="gray")
+    ax.text(c["step"][-1], np.log(D), rf"$\ln {D}$", va="bottom", ha="right", color="gray")
+    stages = fig5_stages(c, n_ans, D)
+    for label, (a, b) in stages.items():
+        if a is not None and b is not None and b > a:
+            ax.axvspan(a, b, alpha=0.06, color={"plateau": "gray", "hallucination": "C1"}.get(label, "C2"))
+            ax.text((a + b) / 2, ax.get_ylim()[1] * 0.97, label, ha="center", va="top", fontsize=8)
+    ax.set_xlabel("SGD step")
+    ax.set_ylabel("test loss (nats)")
+    ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear attention",
+                 fontsize=9)
+    ax.legend(fontsize=8, loc="center right")
+    return _save(fig, path)
+
+
+def fig5_stages(curve, n_answers, D):
+    """Stage boundaries read off the curve: the plateau ends when the total loss first drops
+    below the midpoint of ln(n_answers) and ln D; the hallucination stage (relation known,
+    subject not: total loss near ln D) ends when it first drops below ln(D)/2."""
+    step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
+    def first_below(th):
+        i = np.flatnonzero(tot < th)
+        return int(step[i[0]]) if len(i) else None
+    t1 = first_below((np.log(n_answers) + np.log(D)) / 2)
+    t2 = first_below(np.log(D) / 2)
+    return {"plateau": (0, t1), "hallucination": (t1, t2), "recall": (t2, int(step[-1]))}
+
+
+# ----------------------------------------------------------------------------- paper A, capacity figures
+
+
+# ----------------------------------------------------------------------------- paper B figures
+
+
+# ----------------------------------------------------------------------------- command line
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    unknown = [n for n in argv if n not in FIGURES]
+    if unknown:
+        sys.stderr.write(f"plots.py: error: unknown figure(s) {unknown}; known: {sorted(FIGURES)}\n")
+        sys.exit(2)
+    for name in argv or FIGURES:
+        try:
+            print(FIGURES[name](RESULTS))
+        except FileNotFoundError as e:
+            if argv:
+                sys.stderr.write(f"plots.py: error: {e}\n")
+                sys.exit(1)
+            print(f"skipped {name}: {e}")
+
+
+if __name__ == "__main__":
+    main()
