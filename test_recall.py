@@ -20,6 +20,326 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ----------------------------------------------------------------------------- core
 
+def rel_error(a, b):
+    """Relative error of two tensors: ||a - b|| / (||a|| + ||b||)."""
+    return np.linalg.norm(a - b) / max(1e-12, np.linalg.norm(a) + np.linalg.norm(b))
+
+
+def numerical_grads(forward, params, fixed, inputs, G, h=1e-6):
+    """Centred finite differences of f(params) = sum(logits * G) for every parameter entry."""
+    num = {}
+    for k, p in params.items():
+        g = np.zeros_like(p)
+        for i in np.ndindex(p.shape):
+            old = p[i]
+            p[i] = old + h
+            fp = (forward(params, fixed, inputs)[0] * G).sum()
+            p[i] = old - h
+            fm = (forward(params, fixed, inputs)[0] * G).sum()
+            p[i] = old
+            g[i] = (fp - fm) / (2 * h)
+        num[k] = g
+    return num
+
+
+def check_grads(forward, backward, params, fixed, inputs, rng, tol=1e-6):
+    logits, cache = forward(params, fixed, inputs)
+    G = rng.standard_normal(logits.shape)          # random, non-uniform upstream gradient
+    grads = backward(G, cache)
+    assert set(grads) == set(params)
+    num = numerical_grads(forward, params, fixed, inputs, G)
+    for k in params:
+        assert grads[k].shape == params[k].shape, k
+        assert np.linalg.norm(num[k]) > 1e-6, f"{k}: gradient is ~0, the check would be vacuous"
+        err = rel_error(grads[k], num[k])
+        assert err < tol, f"{k}: relative error {err:.2e}"
+
+
+def small_models(rng):
+    """(name, forward, backward, params, fixed, inputs, labels) for every model, tiny sizes,
+    non-degenerate random parameters (zero init can hide a wrong backward)."""
+    n = rng.standard_normal
+    out = []
+    E, U = rc.embeddings(7, 5, rng), rc.embeddings(6, 5, rng)
+    x = rng.integers(0, 7, 9)
+    out.append(("linear_memory", rc.linear_memory_forward, rc.linear_memory_backward,
+                {"W": n((5, 5))}, {"E": E, "U": U}, x, x % 6))
+    out.append(("mlp_memory", rc.mlp_memory_forward, rc.mlp_memory_backward,
+                {"W1": n((5, 4)), "b1": n(4), "W2": n((4, 5))}, {"E": E, "U": U}, x, x % 6))
+    task = rc.make_facts(3, 2, 2, rng, T=6)
+    fixed = {"E": rc.embeddings(task["vocab"], 6, rng), "U": rc.embeddings(task["n_answers"], 6, rng)}
+    p = rc.init_transformer(6, 2, 3, 4, rng)
+    p["b1"] = n(4)
+    tok, y = rc.sample_facts(task, 5, rng)
+    out.append(("transformer", rc.transformer_forward, rc.transformer_backward, p, fixed, tok, y))
+    out.append(("linear_attention", rc.linear_attention_forward, rc.linear_attention_backward,
+                {"A": n((6, 6)), "WV": n((6, 4))}, {"E": fixed["E"]}, tok, y))
+    for m in (None, 7):
+        t = rc.make_retrieval(10, 6, 5, rng, m=m)
+        tok, pos, lab = rc.sample_retrieval(t, 8, rng)
+        out.append((f"retrieval(m={m})", rc.retrieval_forward, rc.retrieval_backward,
+                    {"WKQ": n((6, 6)), "WV": n((6 if m is None else m, 6))},
+                    rc.retrieval_fixed(t), (tok, pos), lab))
+    return out
+
+
+MODEL_NAMES = ["linear_memory", "mlp_memory", "transformer", "linear_attention",
+               "retrieval(m=None)", "retrieval(m=7)"]
+
+
+@pytest.mark.parametrize("which", range(len(MODEL_NAMES)), ids=MODEL_NAMES)
+def test_gradients_at_random_point_and_after_training(which):
+    rng = np.random.default_rng(1)
+    name, fwd, bwd, params, fixed, inputs, y = small_models(rng)[which]
+    check_grads(fwd, bwd, params, fixed, inputs, rng)
+    state = train.adam_init(params)
+    for _ in range(3):                               # a few real optimizer steps, then again
+        logits, cache = fwd(params, fixed, inputs)
+        _, dlogits = rc.cross_entropy(logits, y)
+        train.adam_step(params, bwd(dlogits, cache), state, lr=0.05)
+    check_grads(fwd, bwd, params, fixed, inputs, rng)
+
+
+def test_cross_entropy_gradient_and_stability():
+    rng = np.random.default_rng(2)
+    logits, y = rng.standard_normal((4, 5)), np.array([0, 3, 4, 1])
+    loss, dl = rc.cross_entropy(logits, y)
+    num = np.zeros_like(logits)
+    for i in np.ndindex(logits.shape):
+        e = np.zeros_like(logits)
+        e[i] = 1e-6
+        num[i] = (rc.cross_entropy(logits + e, y)[0] - rc.cross_entropy(logits - e, y)[0]) / 2e-6
+    assert rel_error(dl, num) < 1e-7
+    huge = np.array([[1e6, -1e6, 0.0], [-3e8, 2e8, 2e8]])
+    loss, dl = rc.cross_entropy(huge, np.array([1, 2]))
+    assert np.isfinite(loss) and np.isfinite(dl).all()
+    assert loss == pytest.approx((2e6 + np.log(2)) / 2)
+
+
+def naive_transformer(params, E, U, tokens):
+    """Loop-by-loop oracle of the transformer forward pass (tests only)."""
+    H, d, dh = params["WQ"].shape
+    B, T = tokens.shape
+    out = np.zeros((B, len(U)))
+    for b in range(B):
+        heads = []
+        for h in range(H):
+            q = E[tokens[b, -1]] @ params["WQ"][h]
+            scores = np.array([(E[tokens[b, t]] @ params["WK"][h]) @ q / np.sqrt(dh) for t in range(T)])
+            a = np.exp(scores - scores.max())
+            a /= a.sum()
+            heads.append(sum(a[t] * (E[tokens[b, t]] @ params["WV"][h]) for t in range(T)))
+        x = np.concatenate(heads) @ params["WO"]
+        y = x + np.maximum(x @ params["W1"] + params["b1"], 0) @ params["W2"]
+        out[b] = [y @ U[j] for j in range(len(U))]
+    return out
+
+
+def naive_retrieval(params, fixed, tokens, pos):
+    """Loop-by-loop oracle of the retrieval forward pass (tests only)."""
+    N, L = tokens.shape
+    out = []
+    for n in range(N):
+        h = [fixed["E"][tokens[n, i]] + (fixed["z_trig"] if i == pos[n] else 0) for i in range(L)]
+        s = np.array([h[i] @ params["WKQ"] @ fixed["z_eos"] for i in range(L)])
+        a = np.exp(s - s.max())
+        a /= a.sum()
+        phi = sum(a[i] * h[i] for i in range(L))
+        g = phi if "W_mlp" not in fixed else np.maximum(phi @ fixed["W_mlp"], 0)
+        out.append(g @ params["WV"] @ fixed["U"].T)
+    return np.array(out)
+
+
+def test_transformer_matches_naive_loops():
+    rng = np.random.default_rng(3)
+    task = rc.make_facts(4, 3, 2, rng, T=7)
+    E, U = rc.embeddings(task["vocab"], 8, rng), rc.embeddings(task["n_answers"], 8, rng)
+    p = rc.init_transformer(8, 3, 2, 5, rng)
+    p["b1"] = rng.standard_normal(5)
+    tok, _ = rc.sample_facts(task, 6, rng)
+    logits, _ = rc.transformer_forward(p, {"E": E, "U": U}, tok)
+    np.testing.assert_allclose(logits, naive_transformer(p, E, U, tok), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("m", [None, 9])
+def test_retrieval_matches_naive_loops(m):
+    rng = np.random.default_rng(4)
+    t = rc.make_retrieval(12, 6, 5, rng, m=m)
+    tok, pos, _ = rc.sample_retrieval(t, 7, rng)
+    p = {"WKQ": rng.standard_normal((6, 6)) * 3, "WV": rng.standard_normal((6 if m is None else m, 6))}
+    fixed = rc.retrieval_fixed(t)
+    logits, _ = rc.retrieval_forward(p, fixed, (tok, pos))
+    np.testing.assert_allclose(logits, naive_retrieval(p, fixed, tok, pos), rtol=1e-10, atol=1e-12)
+
+
+def test_facts_task_structure_and_determinism():
+    rng = np.random.default_rng(5)
+    task = rc.make_facts(6, 3, 4, rng, T=9)
+    S, R, T = 6, 3, 9
+    assert task["vocab"] == 2 * (S + R) + 1 and task["eos"] == 2 * (S + R) and task["n_answers"] == 12
+    assert ((task["table"] // 4) == np.arange(R)[None, :]).all()      # answers in relation's block
+    tok, y = rc.sample_facts(task, 500, rng)
+    assert tok.shape == (500, T) and (tok[:, -1] == task["eos"]).all()
+    body = tok[:, :-1]
+    is_s, is_r = body < S, (body >= S) & (body < S + R)
+    assert (is_s.sum(1) == 1).all() and (is_r.sum(1) == 1).all()
+    assert (body[~(is_s | is_r)] >= S + R).all() and (body < task["eos"]).all()
+    s, r = body[is_s], body[is_r] - S
+    assert (y == task["table"][s, r]).all()
+    assert len(np.unique(np.argmax(is_s, 1))) == T - 1                # every position in [0, T-2]
+    a = rc.sample_facts(task, 50, np.random.default_rng(9))
+    b = rc.sample_facts(task, 50, np.random.default_rng(9))
+    assert all((u == v).all() for u, v in zip(a, b))
+    structured = rc.make_facts(16, 4, 8, rng, structured=True)["table"]
+    assert (structured == np.arange(16)[:, None] // 2 + 8 * np.arange(4)[None, :]).all()
+    tok, y = rc.sample_facts(task, 6, rng, subjects=np.arange(6), relations=np.full(6, 2))
+    assert (y == task["table"][:, 2]).all()
+
+
+def test_retrieval_task_structure_and_determinism():
+    rng = np.random.default_rng(6)
+    t = rc.make_retrieval(20, 8, 6, rng, m=5)
+    assert t["E"].shape == (20, 8) and t["U"].shape == (20, 8) and t["W_mlp"].shape == (8, 5)
+    assert sorted(t["perm"]) == list(range(20))
+    tok, pos, lab = rc.sample_retrieval(t, 300, rng)
+    assert tok.shape == (300, 6) and tok.min() >= 0 and tok.max() < 20
+    assert pos.min() >= 0 and pos.max() < 6
+    assert (lab == t["perm"][tok[np.arange(300), pos]]).all()
+    u = rc.make_retrieval(20, 8, 6, np.random.default_rng(3))
+    v = rc.make_retrieval(20, 8, 6, np.random.default_rng(3))
+    assert all(np.array_equal(u[k], v[k]) for k in ("E", "U", "z_trig", "z_eos", "perm"))
+    o = rc.make_retrieval(20, 22, 6, rng, kind="onehot")
+    H = np.vstack([o["E"], o["z_trig"], o["z_eos"]])
+    np.testing.assert_array_equal(H @ H.T, np.eye(22))                # fully orthogonal control
+
+
+def test_embeddings_kinds():
+    rng = np.random.default_rng(7)
+    G = rc.embeddings(4000, 50, rng)
+    assert abs(G.var() - 1 / 50) < 2e-3
+    S = rc.embeddings(30, 10, rng, "sphere")
+    np.testing.assert_allclose(np.linalg.norm(S, axis=1), 1.0)
+    np.testing.assert_array_equal(rc.embeddings(3, 5, rng, "onehot"), np.eye(3, 5))
+
+
+def test_loss_at_zero_value_weights_is_log_classes():
+    rng = np.random.default_rng(8)
+    for name, fwd, bwd, params, fixed, inputs, y in small_models(rng):
+        zero = {"linear_memory": "W", "mlp_memory": "W2", "transformer": "WV",
+                "linear_attention": "WV"}.get(name, "WV")
+        params[zero] = np.zeros_like(params[zero])
+        if name == "transformer":
+            params["b1"] = np.zeros_like(params["b1"])   # x = 0 and relu(0) = 0 => logits = 0
+        logits, _ = fwd(params, fixed, inputs)
+        loss, _ = rc.cross_entropy(logits, y)
+        assert loss == pytest.approx(np.log(logits.shape[1]), abs=1e-12), name
+
+
+def test_adam_lr_1000_linear_memory_stays_finite_and_learns():
+    rng = np.random.default_rng(9)
+    E, U = rc.embeddings(24, 16, rng, "sphere"), rc.embeddings(24, 16, rng, "sphere")
+    params, x = {"W": np.zeros((16, 16))}, np.arange(24)
+    state = train.adam_init(params)
+    for _ in range(200):
+        logits, cache = rc.linear_memory_forward(params, {"E": E, "U": U}, x)
+        loss, dl = rc.cross_entropy(logits, x)
+        train.adam_step(params, rc.linear_memory_backward(dl, cache), state, lr=1000.0)
+    assert np.isfinite(params["W"]).all() and np.isfinite(loss)
+    assert rc.accuracy(logits, x) == 1.0                # d^2 = 256 > 2 N ln N = 153: fits
+
+
+def test_adam_and_sgd_steps_by_hand():
+    p, g = {"w": np.array([1.0, -2.0])}, {"w": np.array([0.5, -4.0])}
+    train.sgd_step(p, g, 0.1)
+    np.testing.assert_allclose(p["w"], [0.95, -1.6])
+    p = {"w": np.array([1.0, -2.0])}
+    state = train.adam_init(p)
+    train.adam_step(p, g, state, lr=0.1)                # first step: m_hat/sqrt(v_hat) = sign(g)
+    np.testing.assert_allclose(p["w"], [1.0 - 0.1 * 0.5 / (0.5 + 1e-8), -2.0 + 0.1 * 4 / (4 + 1e-8)])
+
+
+def test_bisect_capacity_finds_threshold():
+    calls = []
+    def ok(n):
+        calls.append(n)
+        return n <= 137
+    assert train.bisect_capacity(ok, 10, 1000, ratio=1.0) == 137
+    assert train.bisect_capacity(lambda n: n <= 5, 10, 1000) == 10       # even lo fails
+    assert train.bisect_capacity(lambda n: True, 10, 1000) == 1000
+    got = train.bisect_capacity(lambda n: n <= 500, 10, 1000, ratio=1.05)
+    assert 500 / 1.05 <= got <= 500
+
+
+def test_fig5_relation_is_learned_before_subject():
+    cfg = train.fig5_config(steps=4800, eval_every=100)
+    cfg.update(batch=256, n_test=1024)                 # reduced batch: same dynamics, 4x cheaper
+    c = train.run_fig5_one(cfg)
+    step, rel, sub = map(np.asarray, (c["step"], c["relation"], c["subject"]))
+    t_rel = step[np.argmax(rel < np.log(4) / 2)] if (rel < np.log(4) / 2).any() else None
+    t_sub = step[np.argmax(sub < np.log(8) / 2)] if (sub < np.log(8) / 2).any() else None
+    assert t_rel is not None and t_sub is not None, (t_rel, t_sub)
+    assert t_rel + 500 < t_sub                            # a hallucination stage in between
+    mid = (step > t_rel + 200) & (step < (t_rel + t_sub) / 2)      # first half of the stage
+    np.testing.assert_allclose(np.asarray(c["total"])[mid], np.log(8), atol=0.1)
+
+
+def test_fig5_figure_renders(tmp_path):
+    cfg = train.fig5_config(steps=40, eval_every=10)
+    cfg.update(batch=64, n_test=128)
+    rec = {"experiment": "fig5", "config": cfg, "result": train.run_fig5_one(cfg), "seconds": 0}
+    train.save_json(str(tmp_path / "fig5" / "x.json"), rec)
+    path = plots.plot_fig5(str(tmp_path), str(tmp_path / "f.png"))
+    assert os.path.getsize(path) > 10000
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda: rc.embeddings(5, 3, np.random.default_rng(), "onehot"), "d >= n"),
+    (lambda: rc.embeddings(5, 0, np.random.default_rng()), "d"),
+    (lambda: rc.embeddings(5, 3, np.random.default_rng(), "cube"), "kind"),
+    (lambda: rc.make_facts(0, 2, 2, np.random.default_rng()), "S"),
+    (lambda: rc.make_facts(2, 2, 2, np.random.default_rng(), T=2), "T"),
+    (lambda: rc.make_retrieval(10, 4, 1, np.random.default_rng()), "L"),
+    (lambda: rc.make_retrieval(10, 4, 3, np.random.default_rng(), kind="onehot"), "d >= n"),
+    (lambda: rc.init_transformer(8, 2, 0, 4, np.random.default_rng()), "dh"),
+    (lambda: rc.cross_entropy(np.zeros((2, 3)), np.array([0, 3])), "y"),
+    (lambda: rc.linear_memory_forward({"W": np.zeros((3, 3))},
+                                      {"E": np.eye(4, 3), "U": np.eye(4, 3)}, np.array([0, 4])), "x"),
+    (lambda: rc.linear_memory_forward({"W": np.zeros((2, 3))},
+                                      {"E": np.eye(4, 3), "U": np.eye(4, 3)}, np.array([0])), "W"),
+    (lambda: train.bisect_capacity(lambda n: True, 0, 5), "lo"),
+])
+def test_bad_inputs_raise_value_error_with_message(call, word):
+    with pytest.raises(ValueError, match=word):
+        call()
+
+
+def run_cli(*args, cwd=HERE):
+    return subprocess.run([sys.executable, os.path.join(HERE, "train.py"), *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+@pytest.mark.parametrize("args", [["nonsense"], ["fig5", "--steps", "-3"], ["fig5", "--bogus"],
+                                  ["fig5", "--jobs", "two"], []])
+def test_cli_bad_option_exits_2_with_one_line(args):
+    r = run_cli(*args)
+    assert r.returncode == 2, r
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cli_help_lists_experiments():
+    r = run_cli("--help")
+    assert r.returncode == 0 and "fig5" in r.stdout
+    r = run_cli("fig5", "--help")
+    assert r.returncode == 0 and "--steps" in r.stdout and "--jobs" in r.stdout
+
+
+def test_cli_runs_fig5_and_writes_record(tmp_path):
+    r = run_cli("fig5", "--steps", "20", "--out", str(tmp_path), "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    (rec,) = train.load_records(str(tmp_path), "fig5")
+    assert rec["config"]["seed"] == 3 and rec["config"]["steps"] == 20
+    assert len(rec["result"]["total"]) == 2 and rec["seconds"] >= 0
+
 
 # ----------------------------------------------------------------------------- paper A experiments
 
