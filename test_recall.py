@@ -341,6 +341,55 @@ def test_cli_runs_fig5_and_writes_record(tmp_path):
     assert len(rec["result"]["total"]) == 2 and rec["seconds"] >= 0
 
 
+def _tiny_fig5(seed):
+    cfg = train.fig5_config(steps=30, seed=seed, eval_every=10)
+    cfg.update(batch=32, n_test=64)
+    return cfg
+
+
+def _interrupt_at_seed_2(cfg):
+    if cfg["seed"] == 2:
+        raise KeyboardInterrupt
+    return train.run_fig5_one(cfg)
+
+
+def test_sweep_resumes_without_recomputing(tmp_path):
+    configs = [_tiny_fig5(s) for s in range(4)]
+    with pytest.raises(KeyboardInterrupt):          # interrupted after k = 2 configurations
+        train.sweep("fig5", configs, _interrupt_at_seed_2, str(tmp_path))
+    done = train.load_records(str(tmp_path), "fig5")
+    assert sorted(r["config"]["seed"] for r in done) == [0, 1]
+    before = {f: os.path.getmtime(tmp_path / "fig5" / f) for f in os.listdir(tmp_path / "fig5")}
+    seen = []
+    def fn(cfg):
+        seen.append(cfg["seed"])
+        return train.run_fig5_one(cfg)
+    records = train.sweep("fig5", configs, fn, str(tmp_path))
+    assert seen == [2, 3]                           # the finished two were not recomputed
+    assert [r["config"]["seed"] for r in records] == [0, 1, 2, 3]
+    assert all(os.path.getmtime(tmp_path / "fig5" / f) == t for f, t in before.items())
+    assert not [f for f in os.listdir(tmp_path / "fig5") if ".tmp" in f]
+
+
+def test_sweep_results_identical_for_jobs_1_and_2(tmp_path):
+    configs = [_tiny_fig5(s) for s in range(3)]
+    one = train.sweep("fig5", configs, train.run_fig5_one, str(tmp_path / "a"), jobs=1)
+    two = train.sweep("fig5", configs, train.run_fig5_one, str(tmp_path / "b"), jobs=2)
+    assert [r["result"] for r in one] == [r["result"] for r in two]
+    assert len({json.dumps(r["result"]) for r in one}) == 3   # seeds differ, so results differ
+
+
+def test_cli_list_and_only(tmp_path):
+    r = run_cli("fig5", "--steps", "10", "--out", str(tmp_path), "--list")
+    assert r.returncode == 0 and r.stdout.startswith("0\ttodo\t")
+    r = run_cli("fig5", "--steps", "10", "--out", str(tmp_path), "--only", "0")
+    assert r.returncode == 0 and len(train.load_records(str(tmp_path), "fig5")) == 1
+    r = run_cli("fig5", "--steps", "10", "--out", str(tmp_path), "--list")
+    assert r.stdout.startswith("0\tdone\t")
+    r = run_cli("fig5", "--out", str(tmp_path), "--only", "5")
+    assert r.returncode == 2 and "--only" in r.stderr
+
+
 # ----------------------------------------------------------------------------- paper A experiments
 
 

@@ -8,10 +8,10 @@ results/<experiment>/<key>.json, atomically, as soon as it finishes; rerunning s
 records, so an interrupted sweep loses at most the runs in flight.  plots.py reads only these.
 """
 import argparse
-import concurrent.futures as cf
 import hashlib
 import json
 import math
+import multiprocessing as mp
 import os
 import signal
 import sys
@@ -150,7 +150,16 @@ class _Progress:
 
 
 def _ignore_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # workers leave Ctrl-C to the parent
+
+
+def _run_record_star(args):
+    return args[0], _run_record(*args[1:])
+
+
+# Set by the CLI: list the configs instead of running them, or run only config number `only`
+# (one independent command per configuration, for job arrays and GNU parallel).
+SELECT = {"list": False, "only": None}
 
 
 def sweep(experiment, configs, fn, out=RESULTS, jobs=1):
@@ -164,31 +173,41 @@ def sweep(experiment, configs, fn, out=RESULTS, jobs=1):
     jobs = rc._check_int("jobs", jobs)
     folder = os.path.join(out, experiment)
     paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
-    todo = [(c, p) for c, p in zip(configs, paths) if not os.path.exists(p)]
+    if SELECT["list"]:
+        for i, (c, p) in enumerate(zip(configs, paths)):
+            print(f"{i}\t{'done' if os.path.exists(p) else 'todo'}\t{json.dumps(c, sort_keys=True)}")
+        return []
+    if SELECT["only"] is not None:
+        if not 0 <= SELECT["only"] < len(configs):
+            raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, "
+                             f"got {SELECT['only']}")
+        configs, paths = [configs[SELECT["only"]]], [paths[SELECT["only"]]]
+    todo = [(p, experiment, fn, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
     progress = _Progress(experiment, len(configs), len(configs) - len(todo))
     try:
         if jobs == 1 or len(todo) <= 1:
-            for c, p in todo:
-                save_json(p, _run_record(experiment, fn, c))
+            for p, *args in todo:
+                save_json(p, _run_record(*args))
                 progress.update()
         else:
-            with cf.ProcessPoolExecutor(jobs, initializer=_ignore_sigint) as pool:
-                futures = {pool.submit(_run_record, experiment, fn, c): p for c, p in todo}
-                try:
-                    for fut in cf.as_completed(futures):
-                        save_json(futures[fut], fut.result())
-                        progress.update()
-                except KeyboardInterrupt:
-                    for fut in futures:
-                        fut.cancel()
-                    raise
+            pool = mp.Pool(min(jobs, len(todo)), initializer=_ignore_sigint)
+            try:
+                for p, record in pool.imap_unordered(_run_record_star, todo):
+                    save_json(p, record)
+                    progress.update()
+                pool.close()
+            except BaseException:
+                pool.terminate()                     # Ctrl-C: drop the runs in flight
+                raise
+            finally:
+                pool.join()
     finally:
         progress.close()
-    byfile = {}
+    records = []
     for p in paths:
         with open(p) as f:
-            byfile[p] = json.load(f)
-    return [byfile[p] for p in paths]
+            records.append(json.load(f))
+    return records
 
 
 # ----------------------------------------------------------------------------- experiments registry
@@ -320,6 +339,11 @@ def build_parser():
                        help="configurations run in parallel (processes); results do not depend on it")
         p.add_argument("--seed", type=nonneg_int, default=0, help="base random seed")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
+        p.add_argument("--list", action="store_true",
+                       help="print the configurations (index, done/todo, config) and exit")
+        p.add_argument("--only", type=nonneg_int, default=None, metavar="I",
+                       help="run only configuration I (one independent command per "
+                            "configuration, e.g. for a job array)")
         for flag, typ, default, h in options:
             p.add_argument(flag, type=_TYPES[typ], default=default, help=f"{h} (default: {default})")
     return parser
@@ -329,6 +353,7 @@ def main(argv=None):
     parser = build_parser()
     args = vars(parser.parse_args(argv))
     name = args.pop("experiment")
+    SELECT["list"], SELECT["only"] = args.pop("list"), args.pop("only")
     fn = EXPERIMENTS[name][0]
     t0 = time.time()
     try:
@@ -339,7 +364,8 @@ def main(argv=None):
         sys.stderr.write(f"\n{name}: interrupted; finished runs are saved in {args['out']}/{name}/"
                          ", rerun to continue\n")
         sys.exit(130)
-    print(f"{name}: {len(records)} records in {args['out']}/{name}/ ({time.time() - t0:.1f}s)")
+    if not SELECT["list"]:
+        print(f"{name}: {len(records)} records in {args['out']}/{name}/ ({time.time() - t0:.1f}s)")
 
 
 if __name__ == "__main__":
