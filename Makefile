@@ -7,6 +7,10 @@ SCALE ?= small
 JOBS ?= 2
 RUN = $(PY) train.py
 PLOT = $(PY) plots.py
+# One BLAS thread per process (parallelism comes from JOBS); see bench.py for why.
+export OPENBLAS_NUM_THREADS ?= 1
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
 
 CORE_FIGURES = fig5
 
@@ -35,6 +39,9 @@ fig5: .venv/ready
 
 # ----------------------------------------------------------------------------- paper B targets
 
+
+bench: .venv/ready
+	$(PY) bench.py
 
 clean:
 	rm -rf results figures

@@ -21,6 +21,8 @@ Dimension letters (the papers' symbols):
     S  subjects   R  relations    D  answers per relation
     V  vocabulary (task B)        M  number of output classes
 """
+import math
+
 import numpy as np
 
 
@@ -88,8 +90,11 @@ def log_softmax(logits):
 
 
 def softmax(s, axis=-1):
-    e = np.exp(s - s.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    """Softmax along `axis`, stable for any magnitude (computed in place on a fresh copy)."""
+    e = s - s.max(axis=axis, keepdims=True)
+    np.exp(e, out=e)
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
 
 
 def cross_entropy(logits, y):
@@ -103,12 +108,15 @@ def cross_entropy(logits, y):
     y = _check_tokens("y", y, logits.shape[1], 1)
     if len(y) != len(logits):
         raise ValueError(f"y has {len(y)} labels for {len(logits)} rows of logits")
-    B = len(y)
-    logp = log_softmax(logits)                       # (B, M)
-    loss = -logp[np.arange(B), y].mean()
-    dlogits = np.exp(logp)
-    dlogits[np.arange(B), y] -= 1.0
-    return loss, dlogits / B
+    B, rows = len(y), np.arange(len(y))
+    z = logits - logits.max(axis=1, keepdims=True)    # (B, M)  shifted: exp cannot overflow
+    zy = z[rows, y]
+    np.exp(z, out=z)                                   # z is now exp(z): one exp pass only
+    total = z.sum(axis=1)                              # (B,)
+    loss = float(np.mean(np.log(total) - zy))
+    z *= (1.0 / B) / total[:, None]                    # softmax / B
+    z[rows, y] -= 1.0 / B
+    return loss, z
 
 
 def accuracy(logits, y):
@@ -262,8 +270,8 @@ def init_transformer(d, H, dh, m, rng):
     W1, W2 variance 1/fan_in, b1 = 0."""
     d, H, dh, m = (_check_int(k, v) for k, v in (("d", d), ("H", H), ("dh", dh), ("m", m)))
     n = rng.standard_normal
-    return {"WQ": n((H, d, dh)) / np.sqrt(dh), "WK": n((H, d, dh)) / np.sqrt(dh),
-            "WV": n((H, d, dh)) / np.sqrt(dh), "WO": n((H * dh, d)) / np.sqrt(d),
+    return {"WQ": n((H, d, dh)) / math.sqrt(dh), "WK": n((H, d, dh)) / math.sqrt(dh),
+            "WV": n((H, d, dh)) / math.sqrt(dh), "WO": n((H * dh, d)) / np.sqrt(d),
             "W1": n((d, m)) / np.sqrt(d), "b1": np.zeros(m), "W2": n((m, d)) / np.sqrt(m)}
 
 
@@ -274,9 +282,11 @@ def transformer_forward(params, fixed, tokens):
     o_h = sum_t a_t x_t WV_h.   x = concat_h(o_h) WO,   y = x + relu(x W1 + b1) W2,
     logits = y U^T.  The EOS embedding is not added back into the stream.
 
-    Computed without forming per-position keys or values (never (H, B, T, dh)):
-      score_t = x_t . (WK_h q)                 -- fold the key map into the query, (H, B, d)
-      o_h     = (sum_t a_t x_t) WV_h           -- pool the embeddings first, then project.
+    Computed without forming per-position keys or values (never (B, T, H, dh)):
+      score_t = x_t . (WK_h q)             -- fold the key map into the query: (B, H, d)
+      o_h     = (sum_t a_t x_t) WV_h       -- pool the embeddings first, then project.
+    This saves a factor dh of work on the T axis.  Batched products are written with matmul
+    (one BLAS call per batch item or head); the einsum each one computes is in its comment.
     """
     E, U = fixed["E"], fixed["U"]
     d = E.shape[1]
@@ -291,42 +301,50 @@ def transformer_forward(params, fixed, tokens):
     tokens = _check_tokens("tokens", tokens, len(E), 2)
     B = len(tokens)
     X = E[tokens]                                                  # (B, T, d)
-    xT = X[:, -1]                                                  # (B, d)   the query token
-    q = np.einsum("bd,hdk->hbk", xT, params["WQ"])                 # (H, B, dh)
-    qk = np.einsum("hdk,hbk->hbd", params["WK"], q)                # (H, B, d)   WK_h q
-    s = np.einsum("btd,hbd->hbt", X, qk) / np.sqrt(dh)             # (H, B, T)   scores
-    a = softmax(s, axis=-1)                                        # (H, B, T)
-    xbar = np.einsum("hbt,btd->hbd", a, X)                         # (H, B, d)   pooled input
-    o = np.einsum("hbd,hdk->hbk", xbar, params["WV"])              # (H, B, dh)
+    xT = X[:, -1]                                                  # (B, d)    the query token
+    q = (xT @ _heads_to_cols(WQ)).reshape(B, H, dh)                # (B, H, dh) bd,hdk->bhk
+    qk = np.matmul(q.transpose(1, 0, 2), params["WK"].transpose(0, 2, 1))   # (H, B, d) WK_h q
+    qk = qk.transpose(1, 0, 2)                                     # (B, H, d)
+    s = np.matmul(qk, X.transpose(0, 2, 1)) / math.sqrt(dh)          # (B, H, T) bhd,btd->bht
+    a = softmax(s, axis=-1)                                        # (B, H, T)
+    xbar = np.matmul(a, X)                                         # (B, H, d) bht,btd->bhd
+    o = np.matmul(xbar.transpose(1, 0, 2), params["WV"])           # (H, B, dh) bhd,hdk->hbk
     oc = o.transpose(1, 0, 2).reshape(B, H * dh)                   # (B, H dh)  heads in order
     x = oc @ params["WO"]                                          # (B, d)
     P = x @ params["W1"] + params["b1"]                            # (B, m)
     A = np.maximum(P, 0.0)                                         # (B, m)
     y = x + A @ params["W2"]                                       # (B, d)
     logits = y @ U.T                                               # (B, n_answers)
-    cache = (X, xT, q, a, xbar, oc, x, P, A, U, params, dh)
+    cache = (X, xT, q, qk, a, xbar, oc, x, P, A, U, params, dh)
     return logits, cache
 
 
+def _heads_to_cols(W):
+    """(H, d, dh) -> (d, H dh): all heads' maps side by side, for one matrix product."""
+    H, d, dh = W.shape
+    return W.transpose(1, 0, 2).reshape(d, H * dh)
+
+
 def transformer_backward(dlogits, cache):
-    X, xT, q, a, xbar, oc, x, P, A, U, params, dh = cache
-    H = q.shape[0]
-    B = len(X)
+    X, xT, q, qk, a, xbar, oc, x, P, A, U, params, dh = cache
+    B, H, _ = q.shape
+    d = X.shape[2]
     dy = dlogits @ U                                               # logits = y U^T
     dW2 = A.T @ dy                                                 # y = x + A W2
     dP = (dy @ params["W2"].T) * (P > 0)                           # A = relu(P)
     dW1, db1 = x.T @ dP, dP.sum(0)                                 # P = x W1 + b1
     dx = dy + dP @ params["W1"].T
     dWO = oc.T @ dx                                                # x = oc WO
-    do = (dx @ params["WO"].T).reshape(B, H, dh).transpose(1, 0, 2)   # (H, B, dh)
-    dWV = np.einsum("hbd,hbk->hdk", xbar, do)                      # o = xbar WV_h
-    dxbar = np.einsum("hbk,hdk->hbd", do, params["WV"])
-    da = np.einsum("hbd,btd->hbt", dxbar, X)                       # xbar = sum_t a_t x_t
+    do = (dx @ params["WO"].T).reshape(B, H, dh).transpose(1, 0, 2)        # (H, B, dh)
+    dWV = np.matmul(xbar.transpose(1, 2, 0), do)                   # o = xbar WV_h   (H, d, dh)
+    dxbar = np.matmul(do, params["WV"].transpose(0, 2, 1)).transpose(1, 0, 2)   # (B, H, d)
+    da = np.matmul(dxbar, X.transpose(0, 2, 1))                    # xbar = a X      (B, H, T)
     ds = a * (da - (a * da).sum(-1, keepdims=True))                # a = softmax(s)
-    dqk = np.einsum("hbt,btd->hbd", ds, X) / np.sqrt(dh)           # s = x_t . qk / sqrt(dh)
-    dWK = np.einsum("hbd,hbk->hdk", dqk, q)                        # qk = WK_h q
-    dq = np.einsum("hbd,hdk->hbk", dqk, params["WK"])
-    dWQ = np.einsum("bd,hbk->hdk", xT, dq)                         # q = xT WQ_h
+    dqk = np.matmul(ds, X) / math.sqrt(dh)                           # s = qk X^T / sqrt(dh)
+    dWK = np.matmul(dqk.transpose(1, 2, 0), q.transpose(1, 0, 2))  # qk = WK_h q     (H, d, dh)
+    dq = np.matmul(dqk.transpose(1, 0, 2), params["WK"])           # (H, B, dh)
+    dWQ = (xT.T @ dq.transpose(1, 0, 2).reshape(B, H * dh))        # q = xT WQ_h     (d, H dh)
+    dWQ = dWQ.reshape(d, H, dh).transpose(1, 0, 2)
     return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
 
 
@@ -369,6 +387,9 @@ def linear_attention_backward(dlogits, cache):
 
 # ----------------------------------------------------------------------------- retrieval model
 
+CHUNK = 256    # rows per gather in the retrieval model: (CHUNK, L, d) stays cache-sized
+
+
 def retrieval_forward(params, fixed, inputs):
     """Paper B's one-layer transformer on token retrieval.
 
@@ -377,9 +398,9 @@ def retrieval_forward(params, fixed, inputs):
                       or  logits = relu(phi W_mlp) WV U^T  (fixed random MLP, WV (m, d)).
     inputs = (tokens (N, L), pos (N,)).
 
-    Only (N, L) and (N, d) arrays are formed, never (N, L, d):
-      s_i = h_i . w with w = WKQ z_eos shared by all samples, so s = (E w)[tokens] + 1{i=pos} z_trig.w,
-      and phi is accumulated one position at a time.
+    Never forms (N, L, d):  s_i = h_i . w with w = WKQ z_eos shared by all samples, so
+    s = (E w)[tokens] + 1{i=pos} z_trig.w is (N, L);  phi = a E[x] + a_pos z_trig is computed
+    CHUNK rows at a time (a (CHUNK, L, d) gather and one batched product per chunk).
     """
     E, U, z_trig, z_eos = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
     d = E.shape[1]
@@ -398,8 +419,9 @@ def retrieval_forward(params, fixed, inputs):
     s[rows, pos] += z_trig @ w
     a = softmax(s, axis=1)                                   # (N, L)
     phi = np.outer(a[rows, pos], z_trig)                     # (N, d)
-    for i in range(L):
-        phi += a[:, i, None] * E[tokens[:, i]]               # (N, d)
+    for c in range(0, N, CHUNK):
+        X = E[tokens[c:c + CHUNK]]                           # (chunk, L, d)
+        phi[c:c + CHUNK] += np.matmul(a[c:c + CHUNK, None, :], X)[:, 0]   # sum_i a_i E[x_i]
     if W_mlp is None:
         g, P = phi, None
     else:
@@ -421,9 +443,10 @@ def retrieval_backward(dlogits, cache):
         dphi = dg
     else:
         dphi = (dg * (P > 0)) @ fixed["W_mlp"].T             # g = relu(phi W_mlp)
-    da = np.empty((N, L))                                    # phi = sum_i a_i h_i
-    for i in range(L):
-        da[:, i] = np.einsum("nd,nd->n", E[tokens[:, i]], dphi)
+    da = np.empty(a.shape, dtype=dphi.dtype)                 # phi = sum_i a_i h_i
+    for c in range(0, N, CHUNK):
+        X = E[tokens[c:c + CHUNK]]                           # (chunk, L, d)
+        da[c:c + CHUNK] = np.matmul(X, dphi[c:c + CHUNK, :, None])[..., 0]   # E[x_i] . dphi
     da[rows, pos] += dphi @ z_trig
     ds = a * (da - (a * da).sum(1, keepdims=True))           # a = softmax(s)
     # s_i = h_i . w  =>  dw = sum_{n,i} ds_ni h_ni, accumulated per vocabulary entry

@@ -30,3 +30,10 @@ def map_bits(N, M):
 
 
 # ----------------------------------------------------------------------------- paper B, retrieval
+
+
+def mean_attention(q, d, L, z2=1.0, n_nodes=24):
+    """[ours] Mean-field attention on the informative position, averaged over answer tokens."""
+    x, wx = _normal_nodes(n_nodes)
+    p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2)
+    return float(wx @ p)

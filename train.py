@@ -7,12 +7,19 @@ Every run writes one JSON record (its whole config, seed, measured numbers and w
 results/<experiment>/<key>.json, atomically, as soon as it finishes; rerunning skips finished
 records, so an interrupted sweep loses at most the runs in flight.  plots.py reads only these.
 """
+import os
+
+# One BLAS thread per process: the matrices here are small, and a multi-threaded BLAS that
+# shares 2 cores with another process spins and runs several times slower (measured by
+# bench.py).  Parallelism comes from --jobs instead.  Set before numpy is imported.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import argparse
 import hashlib
 import json
 import math
 import multiprocessing as mp
-import os
 import signal
 import sys
 import time

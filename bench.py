@@ -1,0 +1,217 @@
+"""bench.py -- time the project's kernels against a straightforward implementation of the same
+math, measured in the same run, and against a plain large matmul (`make bench`).
+
+The straightforward versions below exist only here: they compute per-position keys and values
+(H, B, T, dh) and per-position rows (N, L, d), exactly as the formulas are written.  Timings are
+medians of several repeats; compare ratios, not absolute times (machines are shared and noisy).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import train                   # first: it sets one BLAS thread per process
+import numpy as np             # noqa: E402
+
+import recall as rc            # noqa: E402
+
+
+def timeit(fn, repeat=5, min_time=0.2):
+    """Median seconds per call of fn() over `repeat` batches of calls lasting >= min_time."""
+    fn()                                                   # warm up
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 < min_time / 4:
+        fn()
+        n += 1
+    n = max(1, n * 4)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t0) / n)
+    return float(np.median(times))
+
+
+def matmul_gflops(dtype, n=1024):
+    A = np.random.default_rng(0).standard_normal((n, n)).astype(dtype)
+    return 2 * n ** 3 / timeit(lambda: A @ A) / 1e9
+
+
+# ----------------------------------------------------------------------------- transformer
+
+def straightforward_transformer_step(params, E, U, tokens, y):
+    """Forward + backward written the obvious way: keys and values at every position."""
+    H, d, dh = params["WQ"].shape
+    B, T = tokens.shape
+    X = E[tokens]                                                   # (B, T, d)
+    Xf = X.reshape(B * T, d)
+    flat = lambda W: W.transpose(1, 0, 2).reshape(d, H * dh)        # (d, H dh)
+    K = (Xf @ flat(params["WK"])).reshape(B, T, H, dh)              # (B, T, H, dh)
+    Vv = (Xf @ flat(params["WV"])).reshape(B, T, H, dh)
+    q = (X[:, -1] @ flat(params["WQ"])).reshape(B, H, dh)           # (B, H, dh)
+    s = np.einsum("bthk,bhk->bht", K, q, optimize=True) / np.sqrt(dh)
+    a = rc.softmax(s)                                               # (B, H, T)
+    o = np.einsum("bht,bthk->bhk", a, Vv, optimize=True)            # (B, H, dh)
+    oc = o.reshape(B, H * dh)
+    x = oc @ params["WO"]
+    P = x @ params["W1"] + params["b1"]
+    A = np.maximum(P, 0)
+    yy = x + A @ params["W2"]
+    loss, dlogits = rc.cross_entropy(yy @ U.T, y)
+    dy = dlogits @ U
+    dW2 = A.T @ dy
+    dP = (dy @ params["W2"].T) * (P > 0)
+    dW1, db1 = x.T @ dP, dP.sum(0)
+    dx = dy + dP @ params["W1"].T
+    dWO = oc.T @ dx
+    do = (dx @ params["WO"].T).reshape(B, H, dh)
+    da = np.einsum("bhk,bthk->bht", do, Vv, optimize=True)
+    dVv = np.einsum("bht,bhk->bthk", a, do, optimize=True)
+    ds = a * (da - (a * da).sum(-1, keepdims=True)) / np.sqrt(dh)
+    dK = np.einsum("bht,bhk->bthk", ds, q, optimize=True)
+    dq = np.einsum("bht,bthk->bhk", ds, K, optimize=True)
+    unflat = lambda G: G.reshape(d, H, dh).transpose(1, 0, 2)
+    grads = {"WQ": unflat(X[:, -1].T @ dq.reshape(B, H * dh)),
+             "WK": unflat(Xf.T @ dK.reshape(B * T, H * dh)),
+             "WV": unflat(Xf.T @ dVv.reshape(B * T, H * dh)),
+             "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
+    return loss, grads
+
+
+def project_transformer_step(params, fixed, tokens, y):
+    logits, cache = rc.transformer_forward(params, fixed, tokens)
+    loss, dlogits = rc.cross_entropy(logits, y)
+    return loss, rc.transformer_backward(dlogits, cache)
+
+
+def transformer_flops(B, T, d, H, dh, m, n_answers):
+    """Multiply-adds x2 of the project's forward + backward (backward ~ 2x forward)."""
+    fwd = (B * d * H * dh           # q
+           + H * B * d * dh         # WK_h q
+           + H * B * T * d * 2      # scores, pooling
+           + H * B * d * dh         # pooled values
+           + B * H * dh * d + 2 * B * d * m + B * d * n_answers)
+    return 2 * 3 * fwd
+
+
+def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8):
+    rng = np.random.default_rng(0)
+    H, dh, m = 8, d // 8, d
+    task = rc.make_facts(S, R, D, rng, T=T)
+    fixed = {"E": rc.embeddings(task["vocab"], d, rng).astype(dtype),
+             "U": rc.embeddings(task["n_answers"], d, rng).astype(dtype)}
+    params = {k: v.astype(dtype) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
+    tokens, y = rc.sample_facts(task, B, rng)
+    state = train.adam_init(params)
+
+    def ours():
+        loss, g = project_transformer_step(params, fixed, tokens, y)
+        train.adam_step(params, g, state, 1e-3)
+
+    def naive():
+        loss, g = straightforward_transformer_step(params, fixed["E"], fixed["U"], tokens, y)
+        train.adam_step(params, g, state, 1e-3)
+
+    l1, g1 = project_transformer_step(params, fixed, tokens, y)
+    l2, g2 = straightforward_transformer_step(params, fixed["E"], fixed["U"], tokens, y)
+    worst = max(np.abs(g1[k] - g2[k]).max() / (np.abs(g2[k]).max() + 1e-30) for k in g1)
+    tol = 1e-9 if dtype == np.float64 else 1e-3
+    assert worst < tol, f"implementations disagree: {worst:.1e}"
+    t_ours, t_naive = timeit(ours), timeit(naive)
+    flops = transformer_flops(B, T, d, H, dh, m, task["n_answers"])
+    return t_ours, t_naive, flops / t_ours / 1e9
+
+
+# ----------------------------------------------------------------------------- retrieval
+
+def straightforward_retrieval_grads(params, fixed, tokens, pos, labels):
+    """Forward + backward with explicit rows h (N, L, d)."""
+    E, U, zt, ze = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
+    N, L = tokens.shape
+    h = E[tokens].copy()                                            # (N, L, d)
+    h[np.arange(N), pos] += zt
+    s = h @ (params["WKQ"] @ ze)                                    # (N, L)
+    a = rc.softmax(s, axis=1)
+    phi = np.einsum("nl,nld->nd", a, h, optimize=True)              # (N, d)
+    Wm = fixed.get("W_mlp")
+    g = phi if Wm is None else np.maximum(phi @ Wm, 0)
+    loss, dlogits = rc.cross_entropy(g @ params["WV"] @ U.T, labels)
+    dZ = dlogits @ U
+    dWV = g.T @ dZ
+    dg = dZ @ params["WV"].T
+    dphi = dg if Wm is None else (dg * (phi @ Wm > 0)) @ Wm.T
+    da = np.einsum("nld,nd->nl", h, dphi, optimize=True)
+    ds = a * (da - (a * da).sum(1, keepdims=True))
+    dw = np.einsum("nl,nld->d", ds, h, optimize=True)
+    return loss, {"WKQ": np.outer(dw, ze), "WV": dWV}
+
+
+def project_retrieval_grads(params, fixed, tokens, pos, labels):
+    logits, cache = rc.retrieval_forward(params, fixed, (tokens, pos))
+    loss, dlogits = rc.cross_entropy(logits, labels)
+    return loss, rc.retrieval_backward(dlogits, cache)
+
+
+def bench_retrieval(V, d, L, N, dtype):
+    rng = np.random.default_rng(0)
+    task = rc.make_retrieval(V, d, L, rng)
+    fixed = {k: v.astype(dtype) for k, v in rc.retrieval_fixed(task).items()}
+    tokens, pos, labels = rc.sample_retrieval(task, N, rng)
+    params = {"WKQ": rng.standard_normal((d, d)).astype(dtype),
+              "WV": rng.standard_normal((d, d)).astype(dtype) / d}
+    _, g1 = project_retrieval_grads(params, fixed, tokens, pos, labels)
+    _, g2 = straightforward_retrieval_grads(params, fixed, tokens, pos, labels)
+    worst = max(np.abs(g1[k] - g2[k]).max() / (np.abs(g2[k]).max() + 1e-30) for k in g1)
+    assert worst < (1e-9 if dtype == np.float64 else 1e-3), f"implementations disagree: {worst:.1e}"
+    t_ours = timeit(lambda: project_retrieval_grads(params, fixed, tokens, pos, labels), repeat=3)
+    t_naive = timeit(lambda: straightforward_retrieval_grads(params, fixed, tokens, pos, labels),
+                     repeat=3)
+    return t_ours, t_naive
+
+
+def threads_ratio(d=64):
+    """Time the d=64 transformer step in fresh processes with 1 and 2 BLAS threads."""
+    out = {}
+    for n in ("1", "2"):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n, MKL_NUM_THREADS=n)
+        r = subprocess.run([sys.executable, __file__, "--one-step", str(d)], env=env,
+                           capture_output=True, text=True, check=True)
+        out[n] = float(r.stdout)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float32")
+    p.add_argument("--quick", action="store_true", help="smallest sizes only")
+    p.add_argument("--one-step", type=int, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    dtype = np.dtype(args.dtype).type
+    if args.one_step:
+        print(bench_transformer(args.one_step, dtype)[0])
+        return
+    print(f"BLAS threads per process: {os.environ.get('OPENBLAS_NUM_THREADS')}")
+    gf = matmul_gflops(dtype)
+    print(f"dtype {args.dtype}; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
+    print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
+    print(f"{'d':>5} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9} {'GFLOP/s':>8} {'% matmul':>9}")
+    for d in ([32] if args.quick else [32, 64, 128]):
+        t, tn, g = bench_transformer(d, dtype)
+        print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:9.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%")
+    print("\nretrieval model, one full-batch gradient (forward + backward), attention only")
+    print(f"{'V':>5} {'d':>4} {'L':>3} {'N':>6} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9}")
+    sizes = [(256, 64, 16, 20000)] if args.quick else \
+        [(256, 64, 16, 20000), (1024, 128, 32, 20000), (256, 64, 64, 20000)]
+    for V, d, L, N in sizes:
+        t, tn = bench_retrieval(V, d, L, N, dtype)
+        print(f"{V:>5} {d:>4} {L:>3} {N:>6} {1e3 * t:9.1f} {1e3 * tn:9.1f} {tn / t:8.1f}x")
+    if not args.quick:
+        r = threads_ratio()
+        print(f"\ntransformer step d=64 in a fresh process: 1 BLAS thread {1e3 * r['1']:.1f} ms, "
+              f"2 threads {1e3 * r['2']:.1f} ms (2 threads / 1 thread = {r['2'] / r['1']:.2f})")
+
+
+if __name__ == "__main__":
+    main()
