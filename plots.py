@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt   # noqa: E402
 import numpy as np                # noqa: E402
 
 import theory                     # noqa: E402,F401
-from train import RESULTS, load_records   # noqa: E402
+from train import RESULTS, fig5_stages, load_records   # noqa: E402
 
 FIGURES = {}   # name -> function(results_dir, path)
 
@@ -54,32 +54,21 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
     ax.plot(c["step"], c["subject"], color="C3", label=r"subject-only: $-\log\sum_{a\equiv y \,(\mathrm{mod}\,D)}p(a)$")
     ax.axhline(np.log(n_ans), ls="--", color="gray", lw=1)
     ax.axhline(np.log(D), ls="--", color="gray", lw=1)
-    ax.text(c["step"][-1], np.log(n_ans), rf"$\ln {n_ans}$", va="bottom", ha="right", color="gray")
-    ax.text(c["step"][-1], np.log(D), rf"$\ln {D}$", va="bottom", ha="right", color="gray")
+    ax.text(0, np.log(n_ans), rf"$\ln {n_ans}$", va="bottom", ha="left", color="gray")
+    ax.text(0, np.log(D), rf"$\ln {D}$", va="bottom", ha="left", color="gray")
     stages = fig5_stages(c, n_ans, D)
+    colors = {"plateau": "gray", "hallucination": "C1", "recall": "C2"}
     for label, (a, b) in stages.items():
         if a is not None and b is not None and b > a:
-            ax.axvspan(a, b, alpha=0.06, color={"plateau": "gray", "hallucination": "C1"}.get(label, "C2"))
-            ax.text((a + b) / 2, ax.get_ylim()[1] * 0.97, label, ha="center", va="top", fontsize=8)
+            ax.axvspan(a, b, alpha=0.07, color=colors[label])
+            ax.text((a + b) / 2, 0.22, label, ha="center", fontsize=8, color="0.3",
+                    transform=ax.get_xaxis_transform())
     ax.set_xlabel("SGD step")
     ax.set_ylabel("test loss (nats)")
     ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear attention",
                  fontsize=9)
-    ax.legend(fontsize=8, loc="center right")
+    ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.9))
     return _save(fig, path)
-
-
-def fig5_stages(curve, n_answers, D):
-    """Stage boundaries read off the curve: the plateau ends when the total loss first drops
-    below the midpoint of ln(n_answers) and ln D; the hallucination stage (relation known,
-    subject not: total loss near ln D) ends when it first drops below ln(D)/2."""
-    step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
-    def first_below(th):
-        i = np.flatnonzero(tot < th)
-        return int(step[i[0]]) if len(i) else None
-    t1 = first_below((np.log(n_answers) + np.log(D)) / 2)
-    t2 = first_below(np.log(D) / 2)
-    return {"plateau": (0, t1), "hallucination": (t1, t2), "recall": (t2, int(step[-1]))}
 
 
 # ----------------------------------------------------------------------------- paper A, capacity figures

@@ -247,14 +247,28 @@ def fig5_losses(logits, y, D):
     return -logp[rows, y].mean(), -rel.mean(), -sub.mean()
 
 
+def fig5_stages(curve, n_answers, D):
+    """Stage boundaries read off the curve: the plateau ends when the total loss first drops
+    below the midpoint of ln(n_answers) and ln D; the hallucination stage (relation known,
+    subject not: total loss near ln D) ends when it first drops below ln(D)/2."""
+    step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
+    def first_below(th):
+        i = np.flatnonzero(tot < th)
+        return int(step[i[0]]) if len(i) else None
+    t1 = first_below((np.log(n_answers) + np.log(D)) / 2)
+    t2 = first_below(np.log(D) / 2)
+    return {"plateau": (0, t1), "hallucination": (t1, t2), "recall": (t2, int(step[-1]))}
+
+
 def run_fig5_one(cfg):
     """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (PAPERS A5)."""
     rng = np.random.default_rng(cfg["seed"])
+    dt = np.dtype(cfg.get("dtype", "float64"))
     task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
     d = task["vocab"]                                               # one-hot: d = vocab = 41
-    fixed = {"E": rc.embeddings(d, d, rng, "onehot")}
-    params = {"A": np.full((d, d), cfg["init"]),
-              "WV": np.full((d, task["n_answers"]), cfg["init"])}
+    fixed = {"E": rc.embeddings(d, d, rng, "onehot").astype(dt)}
+    params = {"A": np.full((d, d), cfg["init"], dtype=dt),
+              "WV": np.full((d, task["n_answers"]), cfg["init"], dtype=dt)}
     test_x, test_y = rc.sample_facts(task, cfg["n_test"], rng)
     curve = {"step": [], "total": [], "relation": [], "subject": [], "accuracy": []}
     for step in range(cfg["steps"] + 1):
@@ -273,15 +287,25 @@ def run_fig5_one(cfg):
     return curve
 
 
-def fig5_config(steps=8192, seed=0, eval_every=64):
+def fig5_config(steps=8192, seed=0, eval_every=64, dtype="float64"):
     return {"S": 16, "R": 4, "D": 8, "T": 32, "lr": 0.1, "batch": 1024, "init": 1e-5,
-            "steps": steps, "n_test": 4096, "eval_every": eval_every, "seed": seed}
+            "steps": steps, "n_test": 4096, "eval_every": eval_every, "seed": seed,
+            "dtype": dtype}
 
 
 @experiment("fig5", "paper A Fig. 5: sequential learning and the hallucination stage",
-            [("--steps", "positive_int", 8192, "SGD steps (paper: 8192)")])
-def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192):
-    return sweep("fig5", [fig5_config(steps, seed)], run_fig5_one, out, jobs)
+            [("--steps", "positive_int", 8192, "SGD steps (paper: 8192)"),
+             ("--dtype", "dtype", "float64", "float64 or float32")])
+def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="float64"):
+    """The paper's run is cheap (about half a minute), so both scales run it in full."""
+    records = sweep("fig5", [fig5_config(steps, seed, dtype=dtype)], run_fig5_one, out, jobs)
+    for r in records:
+        c, cfg = r["result"], r["config"]
+        st = fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"])
+        print(f"fig5 seed {cfg['seed']}: plateau until step {st['plateau'][1]}, hallucination "
+              f"(total loss near ln {cfg['D']}) until step {st['hallucination'][1]}; final total "
+              f"loss {c['total'][-1]:.4f}, test accuracy {c['accuracy'][-1]:.3f}")
+    return records
 
 
 # ----------------------------------------------------------------------------- paper A, capacity experiments
@@ -322,8 +346,14 @@ def positive_float(text):
     return v
 
 
+def dtype_name(text):
+    if text not in ("float64", "float32"):
+        raise argparse.ArgumentTypeError(f"expected float64 or float32, got {text!r}")
+    return text
+
+
 _TYPES = {"positive_int": positive_int, "nonneg_int": nonneg_int,
-          "positive_float": positive_float, "str": str}
+          "positive_float": positive_float, "dtype": dtype_name, "str": str}
 
 
 class _Parser(argparse.ArgumentParser):
