@@ -316,34 +316,22 @@ def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="floa
 
 # ----------------------------------------------------------------------------- command line
 
-def positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+def _checked(convert, ok, what):
+    """An argparse type: convert the text, then require ok(value); else a one-line error."""
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+    return parse
 
 
-def nonneg_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
-
-
-def positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    if not v > 0 or not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return v
+positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
+nonneg_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
+positive_float = _checked(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
 
 
 def dtype_name(text):
