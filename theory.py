@@ -30,3 +30,211 @@ def map_bits(N, M):
 
 
 # ----------------------------------------------------------------------------- paper B, retrieval
+
+# Our concrete model (PAPERS.md B): E, U, z_trig, z_eos with N(0, 1/d) entries, after the three
+# steps with eta -> 0.  Then WV2 is proportional to the attention-weighted Hebbian memory
+#     M = sum_n phi_n r_n^T,   r_n = u_{y_n} - u_bar,   phi_n = sum_i a_ni h_ni,
+# and the learned query w = WKQ1 z_eos, of norm q, points along z_trig (measured cos > 0.99; the
+# step-2 estimation noise of w is not modelled).  Scores: the informative position gets
+# beta = w.z_trig ~ q plus its token's score g_x = e_x.w, every position gets g_x; across tokens
+# g ~ N(0, tau^2) with tau^2 = q^2 / d.  The symbols below:
+#   A = N / V        samples per label
+#   p(g)             attention on the informative position of a sequence whose answer token has
+#                    score g (mean field over the L-1 distractors: sum_i e^{g_i} ~ (L-1) e^{tau^2/2})
+#   nu2(g)           |nu|^2, the squared norm of the distractor part nu = sum_{i != l} a_i e_{x_i}
+#   p2, vP, rho2     E p^2 and Var p over tokens, E |nu|^2 over training sequences.
+
+def _normal_nodes(n):
+    """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / w.sum()
+
+
+def _Phi(x):
+    from math import erf
+    return 0.5 * (1.0 + np.vectorize(erf)(np.asarray(x) / math.sqrt(2.0)))
+
+
+def coverage_bound(V, N):
+    """[ours] Accuracy of any learner is at most the chance that the test sequence's informative
+    token was seen as informative in one of the N training sequences, plus 1/V for a guess:
+        1 - (1 - 1/V)^N (1 - 1/V)."""
+    return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
+
+
+def attention_meanfield(q, d, L, g, z2=1.0):
+    """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
+    sequence whose answer token has score g, with query norm q (beta = q |z_trig|, tau^2 = q^2/d;
+    z2 = |z_trig|^2, 1 on average).
+        p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),   |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
+    the latter clipped to its possible range [(1-p)^2/(L-1), (1-p)^2]."""
+    g = np.asarray(g, dtype=float)
+    beta, tau2 = q * math.sqrt(z2), q * q / d
+    p = 1.0 / (1.0 + (L - 1) * np.exp(tau2 / 2 - beta - g))
+    nu2 = p ** 2 * (L - 1) * np.exp(2 * tau2 - 2 * beta - 2 * g)
+    nu2 = np.clip(nu2, (1 - p) ** 2 / (L - 1), (1 - p) ** 2)
+    return p, nu2
+
+
+def retrieval_noise_terms(V, N, d, p_t, nu2_t, p2, vP, rho2, z2=1.0):
+    """[ours] Variances of a wrong logit, each divided by the squared signal S^2 = (A p_t^2)^2, for
+    a test sequence with informative attention p_t and distractor mass nu2_t.  Returns a dict:
+      overlap      3/d (p2/p_t^2):   e_t.e_j + e_t.z + z.e_j between the test and a wrong token
+      mean_bias    (p_t^2 + nu2_t/d)(A p2 + A^2 vP)(1 + V/d) / (A p_t^2)^2: the shared trigger
+                   direction z times the fluctuation of the attention-weighted label counts
+                   (V/N + V^2/(N d) when saturated: the multiplicative N d term)
+      crosstalk    V A^2 p2 (2 p_t^2 + nu2_t) / d^2 + A^2 p2 nu2_t / d: superposition of the other
+                   tokens' memories (2V/d^2 when saturated) and of the test's distractors' labels
+      distractor   (V |phi_t|^2 / d + p_t^2 + nu2_t) A rho2 (1/d + 1/V): memories written by the
+                   distractor tokens of the training sequences (gradient noise; 0 when saturated)
+    With p = 1, nu = 0 the sum is the saturated formula 3/d + V/N + 2V/d^2 + V^2/(N d).
+    z2 = |z_trig|^2 (1 on average; the realised value moves the mean bias a lot, so it can be
+    given): it multiplies the trigger's share of each overlap."""
+    A = N / V
+    S2 = (A * p_t * p_t) ** 2
+    phi2 = (1 + z2) * p_t ** 2 + nu2_t
+    return {"overlap": A ** 2 * p_t ** 2 * p2 * (1 + 2 * z2) / d / S2,
+            "mean_bias": (p_t ** 2 * z2 ** 2 + nu2_t * z2 / d) * (A * p2 + A ** 2 * vP)
+                         * (1 + V / d) / S2,
+            "crosstalk": (V * A ** 2 * p2 * phi2 / d ** 2 + A ** 2 * p2 * nu2_t / d) / S2,
+            "distractor": (V * phi2 / d + p_t ** 2 + nu2_t) * A * rho2 * (1 / d + 1 / V) / S2}
+
+
+def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
+    """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
+
+    For each answer-token score g_t (Gauss-Hermite over N(0, tau^2)): the correct logit is
+    S (1 + sigma Z) with sigma^2 the sum of `retrieval_noise_terms`; the V - L labels not in the
+    sequence have N(0, sigma^2 S^2) logits; the label of each distractor i is a competitor whose
+    mean is S c_i, c_i = (a_i / p_t)(p(g_i) / p(g_t)) = exp(g_i - beta - g_t) p(g_i) / p(g_t):
+        acc(g_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
+    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W)
+    and the MLP's finite width adds noise: see `mlp_noise`.  terms=True also returns the mean
+    noise terms of a typical token (the node nearest g = 0).  The result is capped by
+    `coverage_bound`.
+    """
+    tau = q / math.sqrt(d)
+    x, wx = _normal_nodes(n_nodes)
+    g = tau * x                                              # token scores at the nodes
+    p, nu2 = attention_meanfield(q, d, L, g, z2)
+    p2 = float(wx @ p ** 2)
+    vP = float(wx @ p ** 2 - (wx @ p) ** 2)
+    rho2 = float(wx @ nu2)
+    zs, wz = _normal_nodes(2 * n_nodes)
+    acc, typical = 0.0, {}
+    for gt, pt, n2t, wt in zip(g, p, nu2, wx):
+        T = retrieval_noise_terms(V, N, d, pt, n2t, p2, vP, rho2, z2)
+        if m is not None:
+            T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
+            T = mlp_rescale(T, d, pt, n2t, z2)
+        sig = math.sqrt(sum(T.values()))
+        c = np.exp(g - q * math.sqrt(z2) - gt) * p / pt                      # competitor means, over nodes g_i
+        n_comp = min(L - 1, V - 1)                           # distractors' labels
+        other = _Phi(1 / sig + zs) ** (V - 1 - n_comp)       # (nz,) all other labels
+        comp = (wx[None, :] * _Phi((1 - c[None, :]) / sig + zs[:, None])).sum(1) ** n_comp
+        acc += wt * float(wz @ (other * comp))
+        if not typical or abs(gt) < abs(typical["g"]):
+            typical = dict(T, g=gt)
+    acc = min(acc, coverage_bound(V, N))
+    typical.pop("g")
+    return (acc, typical) if terms else acc
+
+
+# With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
+# phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
+# the arc-cosine kernel  m |phi_t||phi_n| / d * kappa(c),  kappa(c) = (sin t + (pi - t) cos t)/(2 pi),
+# t = arccos c.  Pooled vectors of different tokens have cosine c0 = p^2 / (2 p^2 + |nu|^2) (the
+# shared trigger), of the same token c1 = 2 p^2 / (2 p^2 + |nu|^2).
+
+def arccos_kernel(c):
+    """[standard] E[relu(a) relu(b)] for unit-variance Gaussians a, b with correlation c."""
+    t = np.arccos(np.clip(c, -1.0, 1.0))
+    return (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
+
+
+def _relu_product_var(c, n=48):
+    """Var[relu(a) relu(b)] for unit-variance Gaussians with correlation c (Gauss-Hermite)."""
+    x, w = _normal_nodes(n)
+    a = x[:, None]
+    b = c * x[:, None] + math.sqrt(max(1 - c * c, 0.0)) * x[None, :]
+    prod = np.maximum(a, 0) * np.maximum(b, 0)
+    W = w[:, None] * w[None, :]
+    return float((W * prod ** 2).sum() - (W * prod).sum() ** 2)
+
+
+def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
+    """[ours] The linear-kernel noise terms, rescaled for the arc-cosine kernel: overlap noise
+    enters through the kernel's slope kappa'(c0) = (pi - arccos c0)/(2 pi), the mean bias through
+    its common value kappa(c0); both relative to the kernel's signal kappa(c1) - kappa(c0)."""
+    c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    dk = arccos_kernel(c1) - arccos_kernel(c0)
+    slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
+    lin = c1 - c0
+    out = dict(T)
+    for k in ("overlap", "crosstalk", "distractor"):
+        out[k] = T[k] * (slope * lin / dk) ** 2
+    out["mean_bias"] = T["mean_bias"] * (arccos_kernel(c0) * lin / (c0 * dk)) ** 2
+    return out
+
+
+def mlp_noise(V, N, d, m, p_t, nu2_t, z2=1.0):
+    """[ours] "MLP noise": the finite width m makes relu(phi_t W).relu(phi_j W) fluctuate around
+    its mean by Var[relu(a) relu(b)] per feature; for a wrong label's own token plus the V tokens'
+    cross-talk (weights r_j.u_v ~ N(0, 1/d)) this gives, relative to the signal,
+        v1(c0) (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)   -- so m d must grow like V."""
+    c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    dk = arccos_kernel(c1) - arccos_kernel(c0)
+    return _relu_product_var(c0) * (1 + V / d) / (m * dk ** 2)
+
+
+# Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
+
+def _bisect_log(f, lo, hi, iters=40):
+    """Smallest x in [lo, hi] (log scale) with f(x) True, f monotone; inf if f(hi) is False."""
+    if not f(hi):
+        return math.inf
+    if f(lo):
+        return lo
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if f(mid) else (mid, hi)
+        if hi / lo < 1.001:
+            break
+    return hi
+
+
+def critical_N(V, d, L, q, tau, m=None, z2=1.0):
+    """[ours] N* : the smallest sample size whose predicted accuracy reaches tau (inf if none:
+    the N-independent terms 3/d + 2V/d^2 alone can forbid it)."""
+    return _bisect_log(lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, V, 1e9)
+
+
+def critical_d(V, N, L, q, tau, m=None, z2=1.0):
+    """[ours] d* : the smallest embedding dimension whose predicted accuracy reaches tau.
+    The query norm q is held fixed, so large d does not change the attention much."""
+    return _bisect_log(lambda d: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, 2, 1e6)
+
+
+def max_V(N, d, L, q, tau, m=None, z2=1.0):
+    """[ours] V* : the largest vocabulary whose predicted accuracy at N samples reaches tau."""
+    ok = lambda V: retrieval_accuracy(int(round(V)), N, d, L, q, m, z2) >= tau
+    lo, hi = 2.0, float(N)   # V < 2 is no task
+    if not ok(lo):
+        return 0.0
+    if ok(hi):
+        return hi
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def loglog_slope(x, y):
+    """Least-squares slope of log y against log x (finite points only)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    if ok.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])

@@ -263,6 +263,308 @@ def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192):
 
 # ----------------------------------------------------------------------------- paper B, token retrieval
 
+# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in PAPERS.md B and
+# recall.retrieval_forward.  All losses and gradients are full-batch means over the N samples,
+# computed in chunks of samples so that the (N, V) logits are never formed at once.
+
+def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
+    """Mean cross-entropy and its gradient over all N samples, in chunks.  tokens (N, L),
+    pos (N,), labels (N,).  The gradient of a mean is the chunk-size-weighted sum of chunk means."""
+    N = len(labels)
+    loss, grads = 0.0, {k: np.zeros_like(p) for k, p in params.items()}
+    for s in range(0, N, chunk):
+        e = min(s + chunk, N)
+        logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
+        l, dlogits = rc.cross_entropy(logits, labels[s:e])
+        w = (e - s) / N
+        loss += w * l
+        for k, g in rc.retrieval_backward(dlogits * w, cache).items():
+            grads[k] += g
+    return loss, grads
+
+
+def _zero_params(fixed):
+    d = fixed["E"].shape[1]
+    vdim = d if "W_mlp" not in fixed else fixed["W_mlp"].shape[1]
+    return {"WKQ": np.zeros((d, d)), "WV": np.zeros((vdim, d))}
+
+
+def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, info=None,
+               chunk=4096):
+    """The paper's three full-batch GD steps from zero on the same N samples:
+        WV1  = -eta   grad_WV  L(WV=0,   WKQ=0)
+        WKQ1 = -gamma grad_WKQ L(WV=WV1, WKQ=0)
+        WV2  = WV1 - gamma grad_WV L(WV=WV1, WKQ=WKQ1)
+    Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}.  float64 throughout.
+
+    Instead of gamma one may give query_norm = q: gamma is then chosen, once the step-2 gradient
+    is known, so that the learned query w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma).
+    For eta -> 0 the argmax after step 3 depends on (eta, gamma) only through q, because
+    WV2 = WV1 - gamma grad and the WV1 term is O(eta / gamma).  If info is a dict, the gamma
+    used and gamma * eta are written into it."""
+    if (gamma is None) == (query_norm is None):
+        raise ValueError("give exactly one of gamma and query_norm")
+    p0 = _zero_params(fixed)
+    _, g0 = retrieval_grad(p0, fixed, tokens, pos, labels, chunk)
+    WV1 = -eta * g0["WV"]
+    _, g1 = retrieval_grad({"WKQ": p0["WKQ"], "WV": WV1}, fixed, tokens, pos, labels, chunk)
+    if gamma is None:
+        gamma = query_norm / np.linalg.norm(g1["WKQ"] @ fixed["z_eos"])
+    if info is not None:
+        info["gamma"], info["gamma_eta"] = float(gamma), float(gamma * eta)
+    WKQ1 = -gamma * g1["WKQ"]
+    _, g2 = retrieval_grad({"WKQ": WKQ1, "WV": WV1}, fixed, tokens, pos, labels, chunk)
+    return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
+
+
+def retrieval_diagnostics(params, fixed, tokens, pos, labels, chunk=4096):
+    """Test accuracy, mean attention on the informative position, cos(query, z_trig), the query
+    norm |w|, its trigger score w.z_trig, and the correct-logit margin (logit_y - max wrong logit)
+    in units of the row's logit standard deviation (scale-free, since WV2 is O(gamma))."""
+    w = params["WKQ"] @ fixed["z_eos"]                                   # (d,) learned query
+    z = fixed["z_trig"]
+    N = len(labels)
+    hits, att, margin = 0, 0.0, 0.0
+    for s in range(0, N, chunk):
+        e = min(s + chunk, N)
+        logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
+        a = cache[2]                                                     # (B, L) attention
+        rows = np.arange(e - s)
+        y = labels[s:e]
+        hits += int((logits.argmax(1) == y).sum())
+        att += float(a[rows, pos[s:e]].sum())
+        correct = logits[rows, y].copy()
+        logits[rows, y] = -np.inf
+        sd = np.std(np.where(np.isfinite(logits), logits, correct[:, None]), axis=1) + 1e-300
+        margin += float(((correct - logits.max(1)) / sd).sum())
+    nw = float(np.linalg.norm(w))
+    return {"accuracy": hits / N, "attention": att / N,
+            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300)),
+            "query_norm": nw, "trig_score": float(w @ z), "margin": margin / N}
+
+
+def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
+    """Longer training of the same model from zero: full-batch Adam on the same N samples.
+    At zero the WKQ gradient vanishes (WV = 0), so WV moves first, then the attention."""
+    params = _zero_params(fixed)
+    state = adam_init(params)
+    for _ in range(steps):
+        _, grads = retrieval_grad(params, fixed, tokens, pos, labels, chunk)
+        adam_step(params, grads, state, lr)
+    return params
+
+
+def run_retrieval_one(cfg):
+    """One training run on a fresh task: three steps at query norm q, or Adam for `steps`.
+    Returns the diagnostics on n_test fresh sequences, the realised |z_trig|^2 (the theory
+    takes it as input) and, for three steps, gamma and gamma*eta."""
+    rng = np.random.default_rng(cfg["seed"])
+    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
+                             kind=cfg.get("kind", "gaussian"))
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)         # (N, L), (N,), (N,)
+    test = rc.sample_retrieval(task, cfg["n_test"], rng)
+    info = {}
+    if cfg["method"] == "three_step":
+        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"], info=info)
+    else:
+        params = retrieval_adam(fixed, tokens, pos, labels, cfg["steps"], cfg["lr"])
+    out = retrieval_diagnostics(params, fixed, *test)
+    out["train_accuracy"] = retrieval_diagnostics(params, fixed, tokens, pos, labels)["accuracy"]
+    out["z2"] = float(fixed["z_trig"] @ fixed["z_trig"])
+    out.update(info)
+    return out
+
+
+def _b_cfg(V, d, L, N, seed, q=10.0, m=None, kind="gaussian", method="three_step", n_test=2000,
+           eta=1e-3, steps=0, lr=0.0):
+    cfg = {"V": V, "d": d, "L": L, "N": int(N), "seed": seed, "kind": kind, "method": method,
+           "n_test": n_test}
+    if m is not None:
+        cfg["m"] = m
+    if method == "three_step":
+        cfg.update(q=q, eta=eta)
+    else:
+        cfg.update(steps=steps, lr=lr)
+    return cfg
+
+
+def _geom(lo, hi, n):
+    return [int(round(x)) for x in np.geomspace(lo, hi, n)]
+
+
+# The agreement table: predicted versus measured accuracy of the three-step model on a fixed
+# grid chosen to span accuracies 0.1 to 0.95 (V = 128; d, L, N, q varied; MLP points included).
+AGREE_GRID = [  # (V, d, L, N, q, m)
+    (128, 32, 8, 4000, 10, None), (128, 32, 8, 16000, 10, None), (128, 64, 8, 2000, 10, None),
+    (128, 64, 8, 8000, 10, None), (128, 128, 8, 1000, 10, None), (128, 128, 8, 4000, 10, None),
+    (128, 256, 8, 8000, 10, None), (128, 64, 32, 4000, 4, None), (128, 64, 32, 4000, 6, None),
+    (128, 64, 8, 4000, 2, None), (128, 64, 8, 4000, 3, None), (128, 128, 64, 4000, 5, None),
+    (64, 64, 8, 1000, 10, None), (256, 128, 8, 8000, 10, None),
+    (128, 64, 8, 8000, 10, 64), (128, 64, 8, 8000, 10, 512),
+]
+
+
+@experiment("b_agree", "paper B: predicted vs measured three-step accuracy (the agreement table)",
+            [("--seeds", "positive_int", 3, "seeds per grid point")])
+def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0, seeds=3):
+    n_test = 2000 if scale == "small" else 8000
+    cfgs = [_b_cfg(V, d, L, N, seed + s, q=q, m=m, n_test=n_test)
+            for (V, d, L, N, q, m) in AGREE_GRID for s in range(seeds)]
+    recs = sweep("b_agree", cfgs, run_retrieval_one, out, jobs)
+    print(agreement_table(recs))
+    return recs
+
+
+def agreement_table(records):
+    """Markdown table: per grid point the seed-mean measured accuracy and the seed-mean
+    prediction (each seed's prediction uses its realised |z_trig|^2), and how many agree
+    within 0.10 among points whose measured accuracy lies in [0.1, 0.95]."""
+    import theory
+    groups = {}
+    for r in records:
+        c = r["config"]
+        key = (c["V"], c["d"], c["L"], c["N"], c.get("q"), c.get("m"))
+        pred = theory.retrieval_accuracy(c["V"], c["N"], c["d"], c["L"], c["q"], c.get("m"),
+                                         z2=r["result"]["z2"])
+        groups.setdefault(key, []).append((r["result"]["accuracy"], pred,
+                                           r["result"]["attention"]))
+    lines = ["| V | d | L | N | q | m | attention | measured | predicted | diff |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    n_in, n_ok = 0, 0
+    for key, vals in groups.items():
+        meas, pred, att = (float(np.mean(v)) for v in zip(*vals))
+        inside = 0.1 <= meas <= 0.95
+        ok = abs(meas - pred) <= 0.10
+        n_in += inside
+        n_ok += inside and ok
+        lines.append("| " + " | ".join("-" if v is None else str(v) for v in key)
+                     + f" | {att:.2f} | {meas:.3f} | {pred:.3f} | {pred - meas:+.3f} |")
+    lines.append(f"\n{n_ok} of {n_in} points with measured accuracy in [0.1, 0.95] agree "
+                 f"within 0.10 ({len(groups)} points, {len(records)} runs).")
+    return "\n".join(lines)
+
+
+# Figure 1: phase diagram over (N, d) at three L, fixed query norm q.
+
+@experiment("b_phase", "paper B fig. 1: accuracy over (N, d) at three L, with the predicted contour",
+            [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
+def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
+    if scale == "small":
+        V, Ls, ds, Ns = 128, [4, 16, 64], [16, 32, 64, 128], _geom(500, 16000, 6)
+    else:
+        V, Ls, ds, Ns = 256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8)
+    cfgs = [_b_cfg(V, d, L, N, seed, q=q) for L in Ls for d in ds for N in Ns]
+    return sweep("b_phase", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 2: N* versus d and versus V, by bisection on N.
+
+def run_nstar_one(cfg):
+    """Bisection on N (train.bisect_capacity, in log scale) for the smallest N whose three-step
+    accuracy on a fixed test set reaches tau.  One task per seed; training sets are nested
+    prefixes of one sample stream, so success is close to monotone in N."""
+    rng = np.random.default_rng(cfg["seed"])
+    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"))
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, cfg["hi"], rng)
+    test = rc.sample_retrieval(task, cfg["n_test"], rng)
+    tried = {}
+
+    def accuracy_at(N):
+        if N not in tried:
+            if cfg["method"] == "three_step":
+                params = three_step(fixed, tokens[:N], pos[:N], labels[:N], cfg["eta"],
+                                    query_norm=cfg["q"])
+            else:
+                params = retrieval_adam(fixed, tokens[:N], pos[:N], labels[:N], cfg["steps"],
+                                        cfg["lr"])
+            tried[N] = retrieval_diagnostics(params, fixed, *test)["accuracy"]
+        return tried[N]
+
+    # largest N that fails, +1 = smallest that succeeds
+    n_fail = bisect_capacity(lambda N: accuracy_at(N) < cfg["tau"], cfg["lo"], cfg["hi"],
+                             cfg["ratio"])
+    nstar = n_fail + 1 if accuracy_at(cfg["lo"]) < cfg["tau"] else cfg["lo"]
+    if nstar > cfg["hi"]:
+        nstar = None
+    return {"nstar": nstar, "tried": sorted(tried.items()),
+            "z2": float(fixed["z_trig"] @ fixed["z_trig"])}
+
+
+def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, method="three_step", steps=0, lr=0.0):
+    import theory
+    pred = theory.critical_N(V, d, L, q, tau)
+    hi = int(min(4 * pred, 200000)) if math.isfinite(pred) else 200000
+    cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": max(V // 2, int(pred / 4)),
+           "hi": hi, "ratio": ratio, "n_test": n_test, "method": method}
+    cfg.update({"q": q, "eta": 1e-3} if method == "three_step" else {"steps": steps, "lr": lr})
+    return cfg
+
+
+@experiment("b_nstar", "paper B fig. 2: critical N* versus d and versus V (bisection)",
+            [("--tau", "positive_float", 0.5, "target accuracy"),
+             ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
+    if scale == "small":
+        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 96, 128, 256], [64, 128, 256], 1.25, 2000
+    else:
+        L, V0, d0, ds, Vs, ratio, n_test = 8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024], 1.1, 4000
+    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test), sweep_over="d") for d in ds]
+    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test), sweep_over="V") for V in Vs]
+    return sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
+
+
+# Figure 3: random versus orthogonal embeddings.
+
+@experiment("b_embed", "paper B fig. 3: one-hot (d = V + 2) versus random embeddings (d < V)",
+            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
+    V, L = (64, 8) if scale == "small" else (256, 16)
+    Ns = _geom(V, 64 * V, 7 if scale == "small" else 10)
+    cfgs = [_b_cfg(V, V + 2, L, N, seed, q=q, kind="onehot") for N in Ns]
+    cfgs += [_b_cfg(V, d, L, N, seed, q=q) for d in (V // 4, V // 2, V + 2) for N in Ns]
+    return sweep("b_embed", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 4: attention-only versus attention + fixed random MLP of width m.
+
+@experiment("b_mlp", "paper B fig. 4: attention-only vs attention + fixed MLP, accuracy vs m d",
+            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
+    if scale == "small":
+        V, L, N, ds, ms = 128, 8, 8000, [16, 32], [16, 64, 256, 1024]
+    else:
+        V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
+    cfgs = [_b_cfg(V, d, L, N, seed, q=q, m=m) for d in ds for m in ms]
+    cfgs += [_b_cfg(V, d, L, N, seed, q=q) for d in ds]
+    return sweep("b_mlp", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
+
+@experiment("b_long", "paper B fig. 5: three steps versus long (Adam) training, accuracy and N*",
+            [("--steps", "positive_int", 150, "full-batch Adam steps"),
+             ("--lr", "positive_float", 0.02, "Adam learning rate")])
+def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
+    V, L = (64, 8) if scale == "small" else (128, 16)
+    ds = [16, 32, 64] if scale == "small" else [16, 32, 64, 128]
+    Ns = _geom(V // 2, 32 * V, 6 if scale == "small" else 9)
+    cfgs = [_b_cfg(V, d, L, N, seed, q=10.0) for d in ds for N in Ns]
+    cfgs += [_b_cfg(V, d, L, N, seed, method="adam", steps=steps, lr=lr) for d in ds for N in Ns]
+    return sweep("b_long", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 6: where L enters.
+
+@experiment("b_length", "paper B fig. 6: accuracy and attention on the informative token vs L",
+            [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
+def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
+    V, d, N = (128, 64, 8000) if scale == "small" else (256, 128, 32000)
+    Ls = [2, 4, 8, 16, 32, 64, 128, 256] if scale == "small" else [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    cfgs = [_b_cfg(V, d, L, N, seed, q=qq) for qq in (q, 2 * q) for L in Ls]
+    return sweep("b_length", cfgs, run_retrieval_one, out, jobs)
+
 
 # ----------------------------------------------------------------------------- command line
 
