@@ -36,13 +36,17 @@ def map_bits(N, M):
 #     M = sum_n phi_n r_n^T,   r_n = u_{y_n} - u_bar,   phi_n = sum_i a_ni h_ni,
 # and the learned query w = WKQ1 z_eos, of norm q, points along z_trig (measured cos > 0.99; the
 # step-2 estimation noise of w is not modelled).  Scores: the informative position gets
-# beta = w.z_trig ~ q plus its token's score g_x = e_x.w, every position gets g_x; across tokens
-# g ~ N(0, tau^2) with tau^2 = q^2 / d.  The symbols below:
-#   A = N / V        samples per label
-#   p(g)             attention on the informative position of a sequence whose answer token has
-#                    score g (mean field over the L-1 distractors: sum_i e^{g_i} ~ (L-1) e^{tau^2/2})
-#   nu2(g)           |nu|^2, the squared norm of the distractor part nu = sum_{i != l} a_i e_{x_i}
-#   p2, vP, rho2     E p^2 and Var p over tokens, E |nu|^2 over training sequences.
+# beta = w.z_trig = q |z_trig| plus its token's score g_x = e_x.w, every position gets g_x.
+# Across tokens zeta_x = e_x.z_trig ~ N(0, z2/d) and g_x = q zeta_x / |z_trig| ~ N(0, q^2/d):
+# the token that the query likes is also the one whose embedding leans on the trigger.
+# Symbols:
+#   A = N / V        samples per label;  z2 = |z_trig|^2 (1 on average)
+#   P(x)             attention on the informative position of a sequence whose answer token sits
+#                    at standard-normal node x (zeta = x sqrt(z2/d), g = x q/sqrt(d)); mean field
+#                    over the L-1 distractors: sum_i e^{g_i} ~ (L-1) e^{tau^2/2}, tau^2 = q^2/d
+#   nu2(x)           |nu|^2, the squared norm of the distractor part nu = sum_{i != l} a_i e_{x_i}
+#   K(x)             P (z2 + zeta): how strongly the trigger direction is written with that label
+#   p2, K2, vK, rho2 E P^2, E K^2, Var K over tokens, E nu2 over training sequences.
 
 def _normal_nodes(n):
     """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
@@ -50,9 +54,24 @@ def _normal_nodes(n):
     return x, w / w.sum()
 
 
+def _erfc(z):
+    """Complementary error function, vectorised, relative error < 1.2e-7 everywhere
+    (the Chebyshev fit of Numerical Recipes, erfcc), so Phi^(V-1) stays accurate."""
+    z = np.asarray(z, dtype=float)
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    c = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+         -1.13520398, 1.48851587, -0.82215223, 0.17087277]
+    poly = c[-1]
+    for k in c[-2::-1]:
+        poly = k + t * poly
+    r = t * np.exp(-a * a + poly)
+    return np.where(z >= 0, r, 2.0 - r)
+
+
 def _Phi(x):
-    from math import erf
-    return 0.5 * (1.0 + np.vectorize(erf)(np.asarray(x) / math.sqrt(2.0)))
+    """Standard normal CDF."""
+    return 0.5 * _erfc(-np.asarray(x, dtype=float) / math.sqrt(2.0))
 
 
 def coverage_bound(V, N):
@@ -64,8 +83,7 @@ def coverage_bound(V, N):
 
 def attention_meanfield(q, d, L, g, z2=1.0):
     """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
-    sequence whose answer token has score g, with query norm q (beta = q |z_trig|, tau^2 = q^2/d;
-    z2 = |z_trig|^2, 1 on average).
+    sequence whose answer token has score g, with query norm q (beta = q |z_trig|, tau^2 = q^2/d).
         p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),   |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
     the latter clipped to its possible range [(1-p)^2/(L-1), (1-p)^2]."""
     g = np.asarray(g, dtype=float)
@@ -76,67 +94,85 @@ def attention_meanfield(q, d, L, g, z2=1.0):
     return p, nu2
 
 
-def retrieval_noise_terms(V, N, d, p_t, nu2_t, p2, vP, rho2, z2=1.0):
-    """[ours] Variances of a wrong logit, each divided by the squared signal S^2 = (A p_t^2)^2, for
-    a test sequence with informative attention p_t and distractor mass nu2_t.  Returns a dict:
-      overlap      3/d (p2/p_t^2):   e_t.e_j + e_t.z + z.e_j between the test and a wrong token
-      mean_bias    (p_t^2 + nu2_t/d)(A p2 + A^2 vP)(1 + V/d) / (A p_t^2)^2: the shared trigger
-                   direction z times the fluctuation of the attention-weighted label counts
-                   (V/N + V^2/(N d) when saturated: the multiplicative N d term)
-      crosstalk    V A^2 p2 (2 p_t^2 + nu2_t) / d^2 + A^2 p2 nu2_t / d: superposition of the other
-                   tokens' memories (2V/d^2 when saturated) and of the test's distractors' labels
-      distractor   (V |phi_t|^2 / d + p_t^2 + nu2_t) A rho2 (1/d + 1/V): memories written by the
-                   distractor tokens of the training sequences (gradient noise; 0 when saturated)
-    With p = 1, nu = 0 the sum is the saturated formula 3/d + V/N + 2V/d^2 + V^2/(N d).
-    z2 = |z_trig|^2 (1 on average; the realised value moves the mean bias a lot, so it can be
-    given): it multiplies the trigger's share of each overlap."""
+def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
+    """[ours] Mean lead of the correct logit over a typical wrong one:
+        S = A p_t P_t + f_t A (K_t - Kbar),   P_t = p_t (same token, mean field),
+    the first part from e_t.e_t, the second from the trigger direction (f_t = p_t (z2 + zeta_t) is
+    the test vector's trigger component): only the excess of this label's K over the average
+    survives the centring r = u - u_bar, so tokens the query attends less than average are
+    stored more weakly than p_t alone suggests."""
     A = N / V
-    S2 = (A * p_t * p_t) ** 2
-    phi2 = (1 + z2) * p_t ** 2 + nu2_t
-    return {"overlap": A ** 2 * p_t ** 2 * p2 * (1 + 2 * z2) / d / S2,
-            "mean_bias": (p_t ** 2 * z2 ** 2 + nu2_t * z2 / d) * (A * p2 + A ** 2 * vP)
-                         * (1 + V / d) / S2,
-            "crosstalk": (V * A ** 2 * p2 * phi2 / d ** 2 + A ** 2 * p2 * nu2_t / d) / S2,
-            "distractor": (V * phi2 / d + p_t ** 2 + nu2_t) * A * rho2 * (1 / d + 1 / V) / S2}
+    return A * p_t * p_t + f_t * A * (K_t - Kbar)
+
+
+def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
+    """[ours] Variances of a wrong logit divided by S^2 (S from `retrieval_signal`), for a test
+    sequence with informative attention p_t, distractor mass nu2_t, trigger component f_t:
+      overlap      A^2 p_t^2 p2 / d: e_t.e_j between the test token and the wrong label's token
+      mean_bias    (f_t^2 + nu2_t z2/d)(A K2 + A^2 vK)(1 + V/d): the shared trigger direction z
+                   times the fluctuation of the attention-weighted label counts (V/N + V^2/(N d)
+                   when saturated: the multiplicative N d term) and of z.e_j across tokens
+      crosstalk    V A^2 p2 (p_t^2 + nu2_t)/d^2 + A^2 p2 nu2_t/d: superposition of the other tokens'
+                   memories, and of the labels of the test's own distractors
+      distractor   (V |phi_t|^2/d + p_t^2 + nu2_t) A rho2 (1/d + 1/V): memories written by the
+                   distractor tokens of the training sequences ("gradient noise"; 0 when saturated)
+    With p = 1, nu = 0 the sum is 2/d + 2V/d^2 + V/N + V^2/(N d) (to leading order)."""
+    A = N / V
+    S2 = S * S
+    return {"overlap": A ** 2 * p_t ** 2 * p2 / d / S2,
+            "mean_bias": (f_t ** 2 + nu2_t * z2 / d) * (A * K2 + A ** 2 * vK) * (1 + V / d) / S2,
+            "crosstalk": (V * A ** 2 * p2 * (p_t ** 2 + nu2_t) / d ** 2
+                          + A ** 2 * p2 * nu2_t / d) / S2,
+            "distractor": (V * ((1 + z2) * p_t ** 2 + nu2_t) / d + p_t ** 2 + nu2_t)
+                          * A * rho2 * (1 / d + 1 / V) / S2}
 
 
 def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
     """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
 
-    For each answer-token score g_t (Gauss-Hermite over N(0, tau^2)): the correct logit is
-    S (1 + sigma Z) with sigma^2 the sum of `retrieval_noise_terms`; the V - L labels not in the
-    sequence have N(0, sigma^2 S^2) logits; the label of each distractor i is a competitor whose
-    mean is S c_i, c_i = (a_i / p_t)(p(g_i) / p(g_t)) = exp(g_i - beta - g_t) p(g_i) / p(g_t):
-        acc(g_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
-    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W)
-    and the MLP's finite width adds noise: see `mlp_noise`.  terms=True also returns the mean
-    noise terms of a typical token (the node nearest g = 0).  The result is capped by
-    `coverage_bound`.
+    For each answer token (Gauss-Hermite node x over its score): the correct logit is S + sigma S Z
+    with sigma^2 the sum of `retrieval_noise_terms`; the labels not in the sequence have
+    N(0, sigma^2 S^2) logits; the label of each distractor i is a competitor whose mean is
+    S c_i with c_i = a_i A P(g_i) / S, a_i = p_t exp(g_i - beta - g_t):
+        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
+    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W) and
+    the finite width adds noise: see `mlp_rescale`, `mlp_noise`.  terms=True also returns the
+    noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
     """
-    tau = q / math.sqrt(d)
+    A = N / V
     x, wx = _normal_nodes(n_nodes)
-    g = tau * x                                              # token scores at the nodes
+    g = q / math.sqrt(d) * x                                 # token scores e_x.w
+    zeta = math.sqrt(z2 / d) * x                             # e_x.z_trig
     p, nu2 = attention_meanfield(q, d, L, g, z2)
-    p2 = float(wx @ p ** 2)
-    vP = float(wx @ p ** 2 - (wx @ p) ** 2)
-    rho2 = float(wx @ nu2)
+    K = p * (z2 + zeta)
+    p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
+    vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
     zs, wz = _normal_nodes(2 * n_nodes)
+    n_comp = min(L - 1, V - 1)                               # distractors' labels
+    yn, wn = _normal_nodes(8)
     acc, typical = 0.0, {}
-    for gt, pt, n2t, wt in zip(g, p, nu2, wx):
-        T = retrieval_noise_terms(V, N, d, pt, n2t, p2, vP, rho2, z2)
+    for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
+        ft = Kt                                              # p_t (z2 + zeta_t)
+        S = retrieval_signal(V, N, pt, ft, Kt, Kbar)
+        if S <= 0:                                           # not stored at all: chance
+            acc += wt / V
+            continue
+        T = retrieval_noise_terms(V, N, d, pt, n2t, ft, S, p2, K2, vK, rho2, z2)
         if m is not None:
-            T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
             T = mlp_rescale(T, d, pt, n2t, z2)
+            T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
         sig = math.sqrt(sum(T.values()))
-        c = np.exp(g - q * math.sqrt(z2) - gt) * p / pt                      # competitor means, over nodes g_i
-        n_comp = min(L - 1, V - 1)                           # distractors' labels
-        other = _Phi(1 / sig + zs) ** (V - 1 - n_comp)       # (nz,) all other labels
-        comp = (wx[None, :] * _Phi((1 - c[None, :]) / sig + zs[:, None])).sum(1) ** n_comp
-        acc += wt * float(wz @ (other * comp))
-        if not typical or abs(gt) < abs(typical["g"]):
-            typical = dict(T, g=gt)
+        c = pt * np.exp(g - q * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
+        # the signal's own norms |e_t|^2 |u_y|^2 vary from token to token by sqrt(4/d) (relative),
+        # the same for every row of that token: integrate over it rather than add it to sigma
+        s = np.maximum(1 + math.sqrt(4 / d) * yn, 1e-3)[:, None]     # (ny, 1) signal scales
+        other = _Phi(s / sig + zs) ** (V - 1 - n_comp)                # (ny, nz) other labels
+        comp = (wx * _Phi((s[:, :, None] - c) / sig + zs[:, None])).sum(2) ** n_comp   # (ny, nz)
+        acc += wt * float(wn @ (other * comp) @ wz)
+        if not typical or abs(xt) < abs(typical["x"]):
+            typical = dict(T, x=xt)
     acc = min(acc, coverage_bound(V, N))
-    typical.pop("g")
+    typical.pop("x", None)
     return (acc, typical) if terms else acc
 
 
