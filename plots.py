@@ -314,7 +314,7 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
         Lf = np.unique(np.geomspace(L[0], L[-1], 20).round().astype(int))
         axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["N"], c["d"], l, q) for l in Lf],
                      ":", color=f"C{i}", label="predicted")
-        axes[1].plot(Lf, [theory.mean_attention(q, c["d"], l) for l in Lf], ":", color=f"C{i}",
+        axes[1].plot(Lf, [theory.mean_attention(c["V"], c["N"], c["d"], l, q) for l in Lf], ":", color=f"C{i}",
                      label="predicted (mean field)")
     for ax, lab in zip(axes, ("test accuracy", "attention on informative position")):
         ax.set_xscale("log", base=2)

@@ -81,13 +81,28 @@ def coverage_bound(V, N):
     return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
 
 
-def attention_meanfield(q, d, L, g, z2=1.0):
+def query_cosine(V, N, d, L):
+    """[ours] Cosine between the learned query w = WKQ1 z_eos and z_trig: the step-2 estimation noise.
+
+    With uniform attention at step 2 the gradient on the query is, up to a constant,
+    sum_n C_n G r_n with G = sum_k phi_k r_k^T (= WV1 / eta) and C_n the within-sequence scatter
+    of the rows h.  Its trigger part is 2 N A / L along z_trig (the informative row carries z).
+    The label-count fluctuations leave a part along the mean pooled vector
+    phi_bar ~ E_bar (L-1)/L: C_bar G sum_y c_y r_y ~ ((L-1)/d) N (1 + V/d) E_bar, |E_bar| ~ 1/sqrt(V).
+    Their ratio R = L (L-1) sqrt(V) (1 + V/d) / (2 d N) gives cos = 1 / sqrt(1 + R^2): the query
+    points along the mean embedding unless N d >> L^2 sqrt(V) (1 + V/d)."""
+    R = L * (L - 1) * math.sqrt(V) * (1 + V / d) / (2 * d * N)
+    return 1.0 / math.sqrt(1.0 + R * R)
+
+
+def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
     """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
-    sequence whose answer token has score g, with query norm q (beta = q |z_trig|, tau^2 = q^2/d).
+    sequence whose answer token has score g, with query norm q (beta = q cos |z_trig|,
+    tau^2 = q^2/d; cos from `query_cosine`).
         p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),   |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
     the latter clipped to its possible range [(1-p)^2/(L-1), (1-p)^2]."""
     g = np.asarray(g, dtype=float)
-    beta, tau2 = q * math.sqrt(z2), q * q / d
+    beta, tau2 = q * cos * math.sqrt(z2), q * q / d
     p = 1.0 / (1.0 + (L - 1) * np.exp(tau2 / 2 - beta - g))
     nu2 = p ** 2 * (L - 1) * np.exp(2 * tau2 - 2 * beta - 2 * g)
     nu2 = np.clip(nu2, (1 - p) ** 2 / (L - 1), (1 - p) ** 2)
@@ -143,7 +158,8 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
     x, wx = _normal_nodes(n_nodes)
     g = q / math.sqrt(d) * x                                 # token scores e_x.w
     zeta = math.sqrt(z2 / d) * x                             # e_x.z_trig
-    p, nu2 = attention_meanfield(q, d, L, g, z2)
+    cos = query_cosine(V, N, d, L)
+    p, nu2 = attention_meanfield(q, d, L, g, z2, cos)
     K = p * (z2 + zeta)
     p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
     vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
@@ -162,7 +178,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
             T = mlp_rescale(T, d, pt, n2t, z2)
             T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
         sig = math.sqrt(sum(T.values()))
-        c = pt * np.exp(g - q * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
+        c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
         # the signal's own norms |e_t|^2 |u_y|^2 vary from token to token by sqrt(4/d) (relative),
         # the same for every row of that token: integrate over it rather than add it to sigma
         s = np.maximum(1 + math.sqrt(4 / d) * yn, 1e-3)[:, None]     # (ny, 1) signal scales
@@ -274,3 +290,10 @@ def loglog_slope(x, y):
     if ok.sum() < 2:
         return float("nan")
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def mean_attention(V, N, d, L, q, z2=1.0, n_nodes=24):
+    """[ours] Mean-field attention on the informative position, averaged over answer tokens."""
+    x, wx = _normal_nodes(n_nodes)
+    p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, query_cosine(V, N, d, L))
+    return float(wx @ p)

@@ -533,7 +533,7 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     if scale == "small":
-        V, L, N, ds, ms = 128, 8, 8000, [16, 32], [16, 64, 256, 1024]
+        V, L, N, ds, ms = 64, 8, 4000, [32, 64], [16, 64, 256, 1024]
     else:
         V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
     cfgs = [_b_cfg(V, d, L, N, seed, q=q, m=m) for d in ds for m in ms]
@@ -549,7 +549,7 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
     V, L = (64, 8) if scale == "small" else (128, 16)
     ds = [16, 32, 64] if scale == "small" else [16, 32, 64, 128]
-    Ns = _geom(V // 2, 32 * V, 6 if scale == "small" else 9)
+    Ns = _geom(V // 4, 32 * V, 8 if scale == "small" else 11)
     cfgs = [_b_cfg(V, d, L, N, seed, q=10.0) for d in ds for N in Ns]
     cfgs += [_b_cfg(V, d, L, N, seed, method="adam", steps=steps, lr=lr) for d in ds for N in Ns]
     return sweep("b_long", cfgs, run_retrieval_one, out, jobs)
