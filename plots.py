@@ -141,7 +141,7 @@ def plot_b_phase(results=RESULTS, path="figures/b_phase.png", tau=0.5):
             acc[ds.index(r["config"]["d"]), Ns.index(r["config"]["N"])] = r["result"]["accuracy"]
         im = ax.pcolormesh(_edges(Ns), _edges(ds), acc, vmin=0, vmax=1, cmap="magma",
                            shading="flat")
-        Nf, df = np.geomspace(Ns[0], Ns[-1], 14), np.geomspace(ds[0], ds[-1], 10)
+        Nf, df = np.geomspace(Ns[0], Ns[-1], 10), np.geomspace(ds[0], ds[-1], 7)
         pred = np.array([[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf]
                          for d in df])
         cs = ax.contour(Nf, df, pred, levels=[tau], colors="c", linewidths=2)
@@ -169,8 +169,12 @@ def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
     recs = _need(load_records(results, "b_nstar"), "b_nstar", results)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
     for ax, key in zip(axes, ("d", "V")):
-        rs = sorted([r for r in recs if r["config"]["sweep_over"] == key],
-                    key=lambda r: r["config"][key])
+        rs = [r for r in recs if r["config"]["sweep_over"] == key]
+        if key == "V" and rs:                 # the (V0, d0) point is stored with the d sweep
+            d0 = rs[0]["config"]["d"]
+            rs += [r for r in recs if r["config"]["sweep_over"] == "d" and r["config"]["d"] == d0
+                   and all(r["config"]["V"] != o["config"]["V"] for o in rs)]
+        rs = sorted(rs, key=lambda r: r["config"][key])
         if not rs:
             continue
         c0 = rs[0]["config"]
@@ -260,7 +264,7 @@ def crossing(xs, ys, tau):
 
 
 @figure("b_long")
-def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.5):
+def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
     """Three steps versus long Adam training: accuracy versus N and the N* read off each curve."""
     recs = _need(load_records(results, "b_long"), "b_long", results)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
@@ -277,11 +281,11 @@ def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.5):
             acc = [r["result"]["accuracy"] for r in rs]
             axes[0].plot(N, acc, ls, color=f"C{i}", label=f"{method.replace('_', ' ')}, $d={d}$")
             nstar[method].append(crossing(N, acc, tau))
-    c = recs[0]["config"]
+    c = [r for r in recs if r["config"]["method"] == "three_step"][0]["config"]
     for method, mk in (("three_step", "o-"), ("adam", "s--")):
         y = [np.nan if v is None else v for v in nstar[method]]
         axes[1].plot(ds, y, mk, color="k", label=method.replace("_", " "))
-    axes[1].plot(ds, [theory.critical_N(c["V"], d, c["L"], 10.0, tau) for d in ds], ":",
+    axes[1].plot(ds, [theory.critical_N(c["V"], d, c["L"], c["q"], tau) for d in ds], ":",
                  color="C0", label="predicted (three steps)")
     axes[0].set_xscale("log")
     axes[0].set_xlabel("samples $N$")

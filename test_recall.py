@@ -78,3 +78,67 @@ def test_three_step_matches_naive_steps(m):
     again = train.three_step(fixed, tokens, pos, labels, eta, query_norm=q, info=info)
     assert abs(info["gamma"] - gamma) < 1e-6 * gamma
     np.testing.assert_allclose(again["WV"], WV2, rtol=1e-6, atol=1e-9)
+
+
+def test_coverage_bound_by_hand():
+    assert theory.coverage_bound(2, 1) == pytest.approx(0.75)        # 1 - (1/2)(1/2)
+    assert theory.coverage_bound(10, 0) == pytest.approx(0.1)        # nothing seen: chance
+
+
+def test_saturated_noise_terms_by_hand():
+    """p = 1, nu = 0, z2 = 1, no token-to-token spread: 1/d + (V/N)(1 + V/d) + V/d^2."""
+    V, N, d = 100, 1000, 10
+    A = N / V
+    T = theory.retrieval_noise_terms(V, N, d, p_t=1.0, nu2_t=0.0, f_t=1.0, S=A, p2=1.0,
+                                     K2=1.0, vK=0.0, rho2=0.0)
+    assert T["distractor"] == 0.0
+    assert sum(T.values()) == pytest.approx(0.1 + 0.1 * 11 + 1.0)
+    assert theory.retrieval_signal(V, N, 1.0, 1.0, 1.0, 1.0) == pytest.approx(A)
+
+
+def test_attention_and_query_by_hand():
+    p, nu2 = theory.attention_meanfield(0.0, 16, 5, 0.0)             # no query: uniform
+    assert p == pytest.approx(1 / 5) and nu2 == pytest.approx(4 / 25)
+    p, _ = theory.attention_meanfield(np.log(3.0), 10 ** 9, 4, 0.0)  # e^beta = L - 1
+    assert p == pytest.approx(0.5, rel=1e-6)
+    # R = L(L-1) sqrt(V)(1 + V/d)/(2 d N) = 2*1*2*2/16 = 1/2
+    assert theory.query_cosine(4, 2, 4, 2) == pytest.approx(1 / np.sqrt(1.25))
+    assert theory.arccos_kernel(1.0) == pytest.approx(0.5)
+    assert theory.arccos_kernel(0.0) == pytest.approx(1 / (2 * np.pi))
+    import math
+    xs = np.array([-3.0, -0.5, 0.0, 1.0, 6.0])
+    np.testing.assert_allclose(theory._erfc(xs), [math.erfc(x) for x in xs], rtol=2e-7)
+
+
+def test_accuracy_formula_limits_and_solvers():
+    acc = lambda **k: theory.retrieval_accuracy(**dict(dict(V=64, N=4000, d=64, L=8, q=10.0), **k))
+    assert acc(N=10 ** 7, d=4096) > 0.99                             # everything large: recall
+    assert acc(q=0.0, L=64, N=200) < 0.05                            # no attention: near chance
+    assert acc(N=2000) < acc(N=8000) and acc(d=32) < acc(d=128)      # monotone in N and d
+    assert acc(N=100) <= theory.coverage_bound(64, 100) + 1e-12
+    nstar = theory.critical_N(64, 64, 8, 10.0, 0.5)
+    assert theory.retrieval_accuracy(64, nstar * 1.01, 64, 8, 10.0) >= 0.5
+    assert theory.retrieval_accuracy(64, nstar * 0.97, 64, 8, 10.0) < 0.5
+    assert theory.critical_N(128, 8, 8, 10.0, 0.9) == float("inf")  # 2V/d^2 alone forbids it
+    assert theory.loglog_slope([1, 2, 4], [3, 12, 48]) == pytest.approx(2.0)
+
+
+def test_three_step_accuracy_matches_theory_at_one_point():
+    """One saturated point of the agreement table, small enough for the test suite."""
+    r = train.run_retrieval_one(train._b_cfg(64, 64, 4, 2000, 0, q=10.0, n_test=1000))
+    pred = theory.retrieval_accuracy(64, 2000, 64, 4, 10.0, z2=r["z2"])
+    assert r["attention"] > 0.99 and r["cos_query_trig"] > 0.99
+    assert abs(r["accuracy"] - pred) < 0.10, (r["accuracy"], pred)
+
+
+@pytest.mark.parametrize("name", ["b_agree", "b_phase", "b_nstar", "b_embed", "b_mlp", "b_long",
+                                  "b_length"])
+def test_paper_b_experiment_tiny(name, tmp_path):
+    """Each experiment at tiny scale writes records, and its figure renders into tmp_path."""
+    runner = train.EXPERIMENTS[name][0]
+    kwargs = {"seeds": 1} if name == "b_agree" else {}
+    records = runner(out=str(tmp_path), scale="tiny", jobs=1, seed=0, **kwargs)
+    assert records and all("result" in r for r in records)
+    assert len(os.listdir(tmp_path / name)) == len(records)
+    path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
+    assert os.path.getsize(path) > 1000

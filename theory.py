@@ -175,8 +175,9 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
             continue
         T = retrieval_noise_terms(V, N, d, pt, n2t, ft, S, p2, K2, vK, rho2, z2)
         if m is not None:
-            T = mlp_rescale(T, d, pt, n2t, z2)
-            T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
+            with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
+                T = mlp_rescale(T, d, pt, n2t, z2)
+                T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
         sig = math.sqrt(sum(T.values()))
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
         # the signal's own norms |e_t|^2 |u_y|^2 vary from token to token by sqrt(4/d) (relative),

@@ -408,9 +408,10 @@ AGREE_GRID = [  # (V, d, L, N, q, m)
 @experiment("b_agree", "paper B: predicted vs measured three-step accuracy (the agreement table)",
             [("--seeds", "positive_int", 3, "seeds per grid point")])
 def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0, seeds=3):
-    n_test = 2000 if scale == "small" else 8000
+    n_test = {"tiny": 200, "small": 2000, "full": 8000}[scale]
+    grid = AGREE_GRID if scale != "tiny" else [(16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)]
     cfgs = [_b_cfg(V, d, L, N, seed + s, q=q, m=m, n_test=n_test)
-            for (V, d, L, N, q, m) in AGREE_GRID for s in range(seeds)]
+            for (V, d, L, N, q, m) in grid for s in range(seeds)]
     recs = sweep("b_agree", cfgs, run_retrieval_one, out, jobs)
     print(agreement_table(recs))
     return recs
@@ -450,7 +451,9 @@ def agreement_table(records):
 @experiment("b_phase", "paper B fig. 1: accuracy over (N, d) at three L, with the predicted contour",
             [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
 def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
-    if scale == "small":
+    if scale == "tiny":                                  # for the tests
+        V, Ls, ds, Ns = 16, [2, 4, 8], [8, 16], [100, 200]
+    elif scale == "small":
         V, Ls, ds, Ns = 128, [4, 16, 64], [16, 32, 64, 128], _geom(500, 16000, 6)
     else:
         V, Ls, ds, Ns = 256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8)
@@ -492,10 +495,12 @@ def run_nstar_one(cfg):
             "z2": float(fixed["z_trig"] @ fixed["z_trig"])}
 
 
-def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, method="three_step", steps=0, lr=0.0):
+def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, method="three_step", steps=0, lr=0.0,
+               cap=200000):
+    """Bisection bracket [pred/4, 4 pred] around the predicted N* (capped)."""
     import theory
     pred = theory.critical_N(V, d, L, q, tau)
-    hi = int(min(4 * pred, 200000)) if math.isfinite(pred) else 200000
+    hi = int(min(4 * pred, cap)) if math.isfinite(pred) else cap
     cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": max(V // 2, int(pred / 4)),
            "hi": hi, "ratio": ratio, "n_test": n_test, "method": method}
     cfg.update({"q": q, "eta": 1e-3} if method == "three_step" else {"steps": steps, "lr": lr})
@@ -506,12 +511,18 @@ def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, method="three_step", steps=
             [("--tau", "positive_float", 0.5, "target accuracy"),
              ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
-    if scale == "small":
+    if scale == "tiny":
+        L, V0, d0, ds, Vs, ratio, n_test = 4, 16, 32, [16, 32], [8, 16], 1.5, 200
+    elif scale == "small":
         L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 96, 128, 256], [64, 128, 256], 1.25, 2000
     else:
         L, V0, d0, ds, Vs, ratio, n_test = 8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024], 1.1, 4000
-    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test), sweep_over="d") for d in ds]
-    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test), sweep_over="V") for V in Vs]
+    cap = 2000 if scale == "tiny" else 200000
+    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="d")
+            for d in ds]
+    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="V")
+             for V in Vs
+             if not (V == V0 and d0 in ds)]          # that point is already in the d sweep
     return sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
 
 
@@ -520,8 +531,8 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
 @experiment("b_embed", "paper B fig. 3: one-hot (d = V + 2) versus random embeddings (d < V)",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
-    V, L = (64, 8) if scale == "small" else (256, 16)
-    Ns = _geom(V, 64 * V, 7 if scale == "small" else 10)
+    V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
+    Ns = _geom(V, 64 * V, {"tiny": 2, "small": 7, "full": 10}[scale])
     cfgs = [_b_cfg(V, V + 2, L, N, seed, q=q, kind="onehot") for N in Ns]
     cfgs += [_b_cfg(V, d, L, N, seed, q=q) for d in (V // 4, V // 2, V + 2) for N in Ns]
     return sweep("b_embed", cfgs, run_retrieval_one, out, jobs)
@@ -532,7 +543,9 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 @experiment("b_mlp", "paper B fig. 4: attention-only vs attention + fixed MLP, accuracy vs m d",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
-    if scale == "small":
+    if scale == "tiny":
+        V, L, N, ds, ms = 16, 4, 200, [8], [8, 32]
+    elif scale == "small":
         V, L, N, ds, ms = 64, 8, 4000, [32, 64], [16, 64, 256, 1024]
     else:
         V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -547,11 +560,15 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
             [("--steps", "positive_int", 150, "full-batch Adam steps"),
              ("--lr", "positive_float", 0.02, "Adam learning rate")])
 def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
-    V, L = (64, 8) if scale == "small" else (128, 16)
-    ds = [16, 32, 64] if scale == "small" else [16, 32, 64, 128]
-    Ns = _geom(V // 4, 32 * V, 8 if scale == "small" else 11)
+    V, L = {"tiny": (16, 4), "small": (64, 8), "full": (128, 16)}[scale]
+    ds = {"tiny": [8, 16], "small": [32, 64, 128], "full": [32, 64, 128, 256]}[scale]
+    Ns = _geom(V // 4, 128 * V, {"tiny": 3, "small": 10, "full": 13}[scale])
+    if scale == "tiny":
+        steps = min(steps, 10)
     cfgs = [_b_cfg(V, d, L, N, seed, q=10.0) for d in ds for N in Ns]
-    cfgs += [_b_cfg(V, d, L, N, seed, method="adam", steps=steps, lr=lr) for d in ds for N in Ns]
+    # Adam reaches the coverage bound long before 16 V samples; larger N would only cost time
+    cfgs += [_b_cfg(V, d, L, N, seed, method="adam", steps=steps, lr=lr)
+             for d in ds for N in Ns if N <= 16 * V]
     return sweep("b_long", cfgs, run_retrieval_one, out, jobs)
 
 
@@ -560,8 +577,9 @@ def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
 @experiment("b_length", "paper B fig. 6: accuracy and attention on the informative token vs L",
             [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
 def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
-    V, d, N = (128, 64, 8000) if scale == "small" else (256, 128, 32000)
-    Ls = [2, 4, 8, 16, 32, 64, 128, 256] if scale == "small" else [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 8000), "full": (256, 128, 32000)}[scale]
+    Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
+          "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
     cfgs = [_b_cfg(V, d, L, N, seed, q=qq) for qq in (q, 2 * q) for L in Ls]
     return sweep("b_length", cfgs, run_retrieval_one, out, jobs)
 
