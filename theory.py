@@ -180,9 +180,12 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
                 T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
         sig = math.sqrt(sum(T.values()))
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
-        # the signal's own norms |e_t|^2 |u_y|^2 vary from token to token by sqrt(4/d) (relative),
-        # the same for every row of that token: integrate over it rather than add it to sigma
-        s = np.maximum(1 + math.sqrt(4 / d) * yn, 1e-3)[:, None]     # (ny, 1) signal scales
+        # Per-token spread of the signal, the same for every test row of that token, so it is
+        # integrated over rather than added to sigma: the norms |e_t|^2 |u_y|^2 (relative variance
+        # 4/d) and the label's own count c_y ~ Poisson(A), which scales the e_t.e_t part as well as
+        # the trigger part already in the mean bias (3 V/N more when saturated).
+        v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
+        s = np.maximum(1 + math.sqrt(4 / d + v_c) * yn, 1e-3)[:, None]   # (ny, 1) signal scales
         other = _Phi(s / sig + zs) ** (V - 1 - n_comp)                # (ny, nz) other labels
         comp = (wx * _Phi((s[:, :, None] - c) / sig + zs[:, None])).sum(2) ** n_comp   # (ny, nz)
         acc += wt * float(wn @ (other * comp) @ wz)

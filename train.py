@@ -523,7 +523,40 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
     cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="V")
              for V in Vs
              if not (V == V0 and d0 in ds)]          # that point is already in the d sweep
-    return sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
+    recs = sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
+    print(nstar_table(recs))
+    return recs
+
+
+def nstar_table(records):
+    """Markdown table of measured (bisection) and predicted N*, their ratio, and the fitted
+    log-log slopes of both along each sweep."""
+    import theory
+    lines = ["| sweep | V | d | L | measured N* | predicted N* | measured / predicted |",
+             "|---|---|---|---|---|---|---|"]
+    slopes = {}
+    for key in ("d", "V"):
+        rs = sorted([r for r in records if r["config"]["sweep_over"] == key],
+                    key=lambda r: r["config"][key])
+        if key == "V" and rs:
+            rs = sorted(rs + [r for r in records if r["config"]["sweep_over"] == "d"
+                              and r["config"]["d"] == rs[0]["config"]["d"]
+                              and all(r["config"]["V"] != o["config"]["V"] for o in rs)],
+                        key=lambda r: r["config"]["V"])
+        xs, meas, pred = [], [], []
+        for r in rs:
+            c = r["config"]
+            p = theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
+            m = r["result"]["nstar"]
+            xs.append(c[key])
+            meas.append(np.nan if m is None else m)
+            pred.append(p)
+            ratio = f"{m / p:.2f}" if m is not None and math.isfinite(p) else "-"
+            lines.append(f"| {key} | {c['V']} | {c['d']} | {c['L']} | {m} | {p:.0f} | {ratio} |")
+        slopes[key] = (theory.loglog_slope(xs, meas), theory.loglog_slope(xs, pred))
+    for key, (sm, sp) in slopes.items():
+        lines.append(f"\nN* ~ {key}^a: fitted a = {sm:+.2f} (measured), {sp:+.2f} (predicted)")
+    return "\n".join(lines)
 
 
 # Figure 3: random versus orthogonal embeddings.
