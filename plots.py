@@ -254,13 +254,7 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
     return _save(fig, path)
 
 
-def crossing(xs, ys, tau):
-    """First x where y reaches tau, interpolated in log x; None if never."""
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if y0 < tau <= y1:
-            t = (tau - y0) / (y1 - y0)
-            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
-    return float(xs[0]) if ys and ys[0] >= tau else None
+from train import crossing   # noqa: E402  (N* read off a curve; shared with the runner)
 
 
 @figure("b_long")
