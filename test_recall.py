@@ -142,3 +142,19 @@ def test_paper_b_experiment_tiny(name, tmp_path):
     assert len(os.listdir(tmp_path / name)) == len(records)
     path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
     assert os.path.getsize(path) > 1000
+
+
+def test_three_step_argmax_does_not_depend_on_eta_at_fixed_query_norm():
+    """For eta -> 0 only the query norm q matters: eta = 1e-3 and 1e-6 predict the same labels."""
+    rng = np.random.default_rng(3)
+    task = rc.make_retrieval(32, 16, 4, rng)
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, 500, rng)
+    test = rc.sample_retrieval(task, 300, rng)
+    preds = []
+    for eta in (1e-3, 1e-6):
+        p = train.three_step(fixed, tokens, pos, labels, eta, query_norm=4.0)
+        preds.append(rc.retrieval_forward(p, fixed, test[:2])[0].argmax(1))
+    assert (preds[0] == preds[1]).mean() > 0.99
+    p = train.three_step(fixed, tokens, pos, labels, 1e-3, query_norm=0.5)    # q does matter
+    assert (rc.retrieval_forward(p, fixed, test[:2])[0].argmax(1) == preds[0]).mean() < 0.9
