@@ -126,8 +126,8 @@ def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
 
 
 @figure("b_phase")
-def plot_b_phase(results=RESULTS, path="figures/b_phase.png", tau=0.5):
-    """Accuracy over (N, d) at three L, measured, with the predicted tau contour."""
+def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
+    """Accuracy over (N, d) at three L, measured, with the predicted tau contours."""
     recs = _need(load_records(results, "b_phase"), "b_phase", results)
     Ls = sorted({r["config"]["L"] for r in recs})
     fig, axes = plt.subplots(1, len(Ls), figsize=(4.0 * len(Ls), 3.6), sharey=True)
@@ -144,15 +144,15 @@ def plot_b_phase(results=RESULTS, path="figures/b_phase.png", tau=0.5):
         Nf, df = np.geomspace(Ns[0], Ns[-1], 10), np.geomspace(ds[0], ds[-1], 7)
         pred = np.array([[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf]
                          for d in df])
-        cs = ax.contour(Nf, df, pred, levels=[tau], colors="c", linewidths=2)
-        ax.clabel(cs, fmt={tau: f"predicted {tau:g}"}, fontsize=7)
-        ax.contour(Ns, ds, acc, levels=[tau], colors="w", linestyles="--", linewidths=1)
+        cs = ax.contour(Nf, df, pred, levels=list(taus), colors="c", linewidths=2)
+        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7)
+        ax.contour(Ns, ds, acc, levels=list(taus), colors="w", linestyles="--", linewidths=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("samples $N$")
         ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$", fontsize=9)
     np.atleast_1d(axes)[0].set_ylabel("embedding dimension $d$")
-    fig.colorbar(im, ax=axes, label="test accuracy (white dashed: measured 0.5)")
+    fig.colorbar(im, ax=axes, label="test accuracy (white dashed: measured contours)")
     return _save(fig, path)
 
 

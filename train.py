@@ -319,19 +319,24 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
 
 def retrieval_diagnostics(params, fixed, tokens, pos, labels, chunk=4096):
     """Test accuracy, mean attention on the informative position, cos(query, z_trig), the query
-    norm |w|, its trigger score w.z_trig, and the correct-logit margin (logit_y - max wrong logit)
-    in units of the row's logit standard deviation (scale-free, since WV2 is O(gamma))."""
+    norm |w|, its trigger score w.z_trig, the correct-logit margin (logit_y - max wrong logit)
+    in units of the row's logit standard deviation (scale-free, since WV2 is O(gamma)), and
+    hub_share: the fraction of the errors won by the single most frequent wrong label (a "hub"
+    label with an outlying bias takes most errors)."""
     w = params["WKQ"] @ fixed["z_eos"]                                   # (d,) learned query
     z = fixed["z_trig"]
     N = len(labels)
     hits, att, margin = 0, 0.0, 0.0
+    wrong = np.zeros(len(fixed["U"]), dtype=int)                         # (V,) wins of wrong labels
     for s in range(0, N, chunk):
         e = min(s + chunk, N)
         logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
         a = cache[2]                                                     # (B, L) attention
         rows = np.arange(e - s)
         y = labels[s:e]
-        hits += int((logits.argmax(1) == y).sum())
+        pred = logits.argmax(1)
+        hits += int((pred == y).sum())
+        wrong += np.bincount(pred[pred != y], minlength=len(wrong))
         att += float(a[rows, pos[s:e]].sum())
         correct = logits[rows, y].copy()
         logits[rows, y] = -np.inf
@@ -340,7 +345,8 @@ def retrieval_diagnostics(params, fixed, tokens, pos, labels, chunk=4096):
     nw = float(np.linalg.norm(w))
     return {"accuracy": hits / N, "attention": att / N,
             "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300)),
-            "query_norm": nw, "trig_score": float(w @ z), "margin": margin / N}
+            "query_norm": nw, "trig_score": float(w @ z), "margin": margin / N,
+            "hub_share": float(wrong.max() / max(wrong.sum(), 1))}
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
@@ -431,18 +437,22 @@ def agreement_table(records):
         pred = theory.retrieval_accuracy(c["V"], c["N"], c["d"], c["L"], c["q"], c.get("m"),
                                          z2=r["result"]["z2"])
         groups.setdefault(key, []).append((r["result"]["accuracy"], pred,
-                                           r["result"]["attention"]))
-    lines = ["| V | d | L | N | q | m | attention | measured | predicted | diff |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+                                           r["result"]["attention"],
+                                           r["result"].get("hub_share", float("nan"))))
+    lines = ["| V | d | L | N | q | m | attention | measured | predicted | diff | measured per seed | max hub share |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     n_in, n_ok = 0, 0
     for key, vals in groups.items():
-        meas, pred, att = (float(np.mean(v)) for v in zip(*vals))
+        meas, pred, att = (float(np.mean(v)) for v in list(zip(*vals))[:3])
+        per_seed = " / ".join(f"{v[0]:.2f}" for v in vals)
+        hub = max(v[3] for v in vals)
         inside = 0.1 <= meas <= 0.95
         ok = abs(meas - pred) <= 0.10
         n_in += inside
         n_ok += inside and ok
         lines.append("| " + " | ".join("-" if v is None else str(v) for v in key)
-                     + f" | {att:.2f} | {meas:.3f} | {pred:.3f} | {pred - meas:+.3f} |")
+                     + f" | {att:.2f} | {meas:.3f} | {pred:.3f} | {pred - meas:+.3f} | {per_seed} "
+                     f"| {hub:.2f} |")
     lines.append(f"\n{n_ok} of {n_in} points with measured accuracy in [0.1, 0.95] agree "
                  f"within 0.10 ({len(groups)} points, {len(records)} runs).")
     return "\n".join(lines)
