@@ -95,6 +95,14 @@ def _by(records, *keys):
     return out
 
 
+def _curve(records, xkey, field="accuracy"):
+    """Sorted x values and the seed-mean of result[field] at each x."""
+    xs = sorted({r["config"][xkey] for r in records})
+    ys = [float(np.mean([r["result"][field] for r in records if r["config"][xkey] == x]))
+          for x in xs]
+    return xs, ys
+
+
 @figure("b_agree")
 def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
     """Predicted (theory.retrieval_accuracy at each seed's |z_trig|^2) versus measured accuracy."""
@@ -205,12 +213,11 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     groups = _by(recs, "kind", "d")
     for i, ((kind, d), rs) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0][0] != "onehot", kv[0][1]))):
-        rs = sorted(rs, key=lambda r: r["config"]["N"])
-        N = [r["config"]["N"] for r in rs]
+        N, acc = _curve(rs, "N")
         c = rs[0]["config"]
         col = "k" if kind == "onehot" else f"C{i}"
         lab = f"one-hot, $d=V+2={d}$" if kind == "onehot" else f"random, $d={d}$"
-        ax.plot(N, [r["result"]["accuracy"] for r in rs], "o-", color=col, label=lab)
+        ax.plot(N, acc, "o-", color=col, label=lab)
         if kind != "onehot":
             Nf = np.geomspace(N[0], N[-1], 20)
             ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, d, c["L"], c["q"]) for n in Nf],
@@ -221,7 +228,9 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
     ax.set_xscale("log")
     ax.set_xlabel("samples $N$")
     ax.set_ylabel("test accuracy")
-    ax.set_title(f"V={c['V']}, L={c['L']}, |w|={c['q']:g}; dotted: predicted", fontsize=9)
+    n_seeds = len({r["config"]["seed"] for r in recs})
+    ax.set_title(f"V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean of {n_seeds} seeds; "
+                 "dotted: predicted", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -232,24 +241,25 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
     recs = _need(load_records(results, "b_mlp"), "b_mlp", results)
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for i, d in enumerate(sorted({r["config"]["d"] for r in recs})):
-        rs = sorted([r for r in recs if r["config"]["d"] == d and r["config"].get("m")],
-                    key=lambda r: r["config"]["m"])
+        rs = [r for r in recs if r["config"]["d"] == d and r["config"].get("m")]
         c = rs[0]["config"]
-        md = [r["config"]["m"] * d for r in rs]
-        ax.plot(md, [r["result"]["accuracy"] for r in rs], "o-", color=f"C{i}",
-                label=f"attention + MLP, $d={d}$")
-        mf = np.geomspace(rs[0]["config"]["m"], rs[-1]["config"]["m"], 16)
+        ms, acc = _curve(rs, "m")
+        ax.plot(np.array(ms) * d, acc, "o-", color=f"C{i}", label=f"attention + MLP, $d={d}$")
+        mf = np.geomspace(ms[0], ms[-1], 16)
         ax.plot(mf * d, [theory.retrieval_accuracy(c["V"], c["N"], d, c["L"], c["q"], int(m))
                          for m in mf], ":", color=f"C{i}")
         att = [r for r in recs if r["config"]["d"] == d and not r["config"].get("m")]
         if att:
-            ax.axhline(att[0]["result"]["accuracy"], color=f"C{i}", ls="--", lw=1,
-                       label=f"attention only, $d={d}$")
+            ax.axhline(np.mean([r["result"]["accuracy"] for r in att]), color=f"C{i}", ls="--",
+                       lw=1, label=f"attention only, $d={d}$")
+            ax.plot([mf[-1] * d * 1.5], [theory.retrieval_accuracy(c["V"], c["N"], d, c["L"], c["q"])],
+                    "<", color=f"C{i}", ms=7)
     ax.set_xscale("log")
     ax.set_xlabel(r"$m\cdot d$")
     ax.set_ylabel("test accuracy")
-    ax.set_title(f"V={c['V']}, N={c['N']}, L={c['L']}, |w|={c['q']:g}; dotted: predicted",
-                 fontsize=9)
+    n_seeds = len({r["config"]["seed"] for r in recs})
+    ax.set_title(f"V={c['V']}, N={c['N']}, L={c['L']}, |w|={c['q']:g}, mean of {n_seeds} seeds; "
+                 "dotted/triangle: predicted", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -302,13 +312,12 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
     recs = _need(load_records(results, "b_length"), "b_length", results)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
     for i, q in enumerate(sorted({r["config"]["q"] for r in recs})):
-        rs = sorted([r for r in recs if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
+        rs = [r for r in recs if r["config"]["q"] == q]
         c = rs[0]["config"]
-        L = [r["config"]["L"] for r in rs]
-        axes[0].plot(L, [r["result"]["accuracy"] for r in rs], "o-", color=f"C{i}",
-                     label=f"measured, $|w|={q:g}$")
-        axes[1].plot(L, [r["result"]["attention"] for r in rs], "o-", color=f"C{i}",
-                     label=f"measured, $|w|={q:g}$")
+        L, acc = _curve(rs, "L")
+        _, att = _curve(rs, "L", "attention")
+        axes[0].plot(L, acc, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
+        axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
         Lf = np.unique(np.geomspace(L[0], L[-1], 20).round().astype(int))
         axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["N"], c["d"], l, q) for l in Lf],
                      ":", color=f"C{i}", label="predicted")
@@ -319,7 +328,8 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
         ax.set_xlabel("sequence length $L$")
         ax.set_ylabel(lab)
         ax.legend(fontsize=7)
-    fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['N']}", fontsize=9)
+    n_seeds = len({r["config"]["seed"] for r in recs})
+    fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['N']}, mean of {n_seeds} seeds", fontsize=9)
     return _save(fig, path)
 
 

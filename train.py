@@ -584,8 +584,10 @@ def nstar_table(records):
 def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
     Ns = _geom(V, 64 * V, {"tiny": 2, "small": 7, "full": 10}[scale])
-    cfgs = [_b_cfg(V, V + 2, L, N, seed, q=q, kind="onehot") for N in Ns]
-    cfgs += [_b_cfg(V, d, L, N, seed, q=q) for d in (V // 4, V // 2, V + 2) for N in Ns]
+    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
+    cfgs = [_b_cfg(V, V + 2, L, N, sd, q=q, kind="onehot") for N in Ns for sd in seeds]
+    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in (V // 4, V // 2, V + 2) for N in Ns
+             for sd in seeds]
     return sweep("b_embed", cfgs, run_retrieval_one, out, jobs)
 
 
@@ -600,8 +602,9 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
         V, L, N, ds, ms = 64, 8, 4000, [32, 64], [16, 64, 256, 1024]
     else:
         V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
-    cfgs = [_b_cfg(V, d, L, N, seed, q=q, m=m) for d in ds for m in ms]
-    cfgs += [_b_cfg(V, d, L, N, seed, q=q) for d in ds]
+    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
+    cfgs = [_b_cfg(V, d, L, N, sd, q=q, m=m) for d in ds for m in ms for sd in seeds]
+    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in ds for sd in seeds]
     return sweep("b_mlp", cfgs, run_retrieval_one, out, jobs)
 
 
@@ -665,7 +668,8 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 8000), "full": (256, 128, 32000)}[scale]
     Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
           "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
-    cfgs = [_b_cfg(V, d, L, N, seed, q=qq) for qq in (q, 2 * q) for L in Ls]
+    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
+    cfgs = [_b_cfg(V, d, L, N, sd, q=qq) for qq in (q, 2 * q) for L in Ls for sd in seeds]
     return sweep("b_length", cfgs, run_retrieval_one, out, jobs)
 
 
