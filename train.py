@@ -532,7 +532,7 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
     if scale == "tiny":
         L, V0, d0, ds, Vs, ratio, n_test = 4, 16, 32, [16, 32], [8, 16], 1.5, 200
     elif scale == "small":
-        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 96, 128, 256], [64, 128, 256], 1.15, 1000
+        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 96, 128, 256], [64, 128, 256], 1.25, 1000
     else:
         L, V0, d0, ds, Vs, ratio, n_test = 8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024], 1.1, 4000
     cap = 2000 if scale == "tiny" else 200000
@@ -616,7 +616,7 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
     V, L = {"tiny": (16, 4), "small": (64, 8), "full": (128, 16)}[scale]
     ds = {"tiny": [8, 16], "small": [32, 64, 128], "full": [32, 64, 128, 256]}[scale]
-    Ns = _geom(V // 4, 128 * V, {"tiny": 3, "small": 10, "full": 13}[scale])
+    Ns = _geom(V // 4, 128 * V, {"tiny": 3, "small": 8, "full": 13}[scale])
     if scale == "tiny":
         steps = min(steps, 10)
     cfgs = [_b_cfg(V, d, L, N, seed, q=10.0) for d in ds for N in Ns]
@@ -665,7 +665,7 @@ def long_table(records, taus=(0.3, 0.5)):
 @experiment("b_length", "paper B fig. 6: accuracy and attention on the informative token vs L",
             [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
 def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
-    V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 8000), "full": (256, 128, 32000)}[scale]
+    V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 6000), "full": (256, 128, 32000)}[scale]
     Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
           "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
     seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
