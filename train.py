@@ -543,6 +543,11 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
              if not (V == V0 and d0 in ds)]          # that point is already in the d sweep
     recs = sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
     print(nstar_table(recs))
+    if scale != "tiny":
+        import theory
+        ex = theory.predicted_exponents(tau=tau, q=q, L=L, V=V0, d=d0, N=8000)
+        print("\npredicted local exponents at V=%d, d=%d, N=8000, L=%d: " % (V0, d0, L)
+              + ", ".join(f"{k} {v:+.2f}" for k, v in ex.items()))
     return recs
 
 
