@@ -63,6 +63,10 @@ b_length: .venv/ready
 	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_length
 
+.PHONY: b_terms
+b_terms: .venv/ready
+	$(RUN) b_terms --scale $(SCALE) --jobs $(JOBS)
+
 
 clean:
 	rm -rf results figures

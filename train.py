@@ -678,6 +678,91 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     return sweep("b_length", cfgs, run_retrieval_one, out, jobs)
 
 
+# Each noise term against simulation: the three-step memory is split by the parts of the pooled
+# vectors, phi = p (e_x + z_trig) + nu, and the variance over wrong labels of each part's logits
+# is compared with the matching term of theory.retrieval_noise_terms (typical token).
+
+def _pooled_parts(fixed, tokens, pos, a):
+    """phi = p e_x + p z_trig + nu, as three (N, d) arrays; a (N, L) is the attention."""
+    E, z = fixed["E"], fixed["z_trig"]
+    N, L = tokens.shape
+    rows = np.arange(N)
+    p = a[rows, pos]                                                  # (N,)
+    nu = np.zeros((N, E.shape[1]))
+    for i in range(L):
+        w = np.where(pos == i, 0.0, a[:, i])
+        nu += w[:, None] * E[tokens[:, i]]                            # (N, d)
+    return p[:, None] * E[tokens[rows, pos]], p[:, None] * z[None, :], nu
+
+
+def run_terms_one(cfg):
+    """Measured variance / S^2 of the logit parts of the three-step model (attention only):
+    'e_e' test token & distractors x train tokens (theory: overlap + crosstalk), 'z_ze' test
+    trigger x train token + trigger (mean bias), 'x_nu' anything x train distractors (distractor);
+    sigma2 of the whole logit, and the theory's terms at the typical token."""
+    import theory
+    rng = np.random.default_rng(cfg["seed"])
+    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng)
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)
+    tt, tp, ty = rc.sample_retrieval(task, cfg["n_test"], rng)
+    params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"])
+    a_tr = rc.retrieval_forward(params, fixed, (tokens, pos))[1][2]   # (N, L)
+    a_te = rc.retrieval_forward(params, fixed, (tt, tp))[1][2]        # (n, L)
+    Re, Rz, Rnu = _pooled_parts(fixed, tokens, pos, a_tr)
+    Te, Tz, Tnu = _pooled_parts(fixed, tt, tp, a_te)
+    U = fixed["U"]
+    R = U[labels] - U.mean(0)                                         # (N, d) r_n
+    logit = lambda T, Rp: (T @ (Rp.T @ R)) @ U.T                      # (n, V)
+    n = len(ty)
+    rows = np.arange(n)
+    wrong = np.ones((n, cfg["V"]), bool)
+    wrong[rows, ty] = False
+    def var_wrong(x):
+        return float(np.mean(x[wrong].reshape(n, -1).var(1)))
+    full = logit(Te + Tz + Tnu, Re + Rz + Rnu)
+    S = float(np.mean(full[rows, ty] - full[wrong].reshape(n, -1).mean(1)))
+    parts = {"e_e": logit(Te + Tnu, Re), "z_ze": logit(Tz, Rz + Re), "x_nu": logit(Te + Tz + Tnu, Rnu)}
+    out = {k: var_wrong(x) / S ** 2 for k, x in parts.items()}
+    out["sigma2"] = var_wrong(full) / S ** 2
+    out["accuracy"] = float((full.argmax(1) == ty).mean())
+    out["attention"] = float(a_te[rows, tp].mean())
+    z2 = float(fixed["z_trig"] @ fixed["z_trig"])
+    acc, T = theory.retrieval_accuracy(cfg["V"], cfg["N"], cfg["d"], cfg["L"], cfg["q"], z2=z2,
+                                       terms=True)
+    out["theory"] = {k: float(v) for k, v in T.items()}
+    out["theory_accuracy"] = float(acc)
+    return out
+
+
+TERMS_GRID = [(128, 64, 8, 4000, 10.0), (256, 128, 8, 8000, 10.0), (128, 64, 32, 4000, 4.0),
+              (128, 128, 16, 8000, 5.0), (128, 64, 128, 8000, 10.0)]
+
+
+@experiment("b_terms", "paper B: each noise term of the accuracy formula against simulation (table)")
+def run_b_terms(out=RESULTS, scale="small", jobs=1, seed=0):
+    grid = TERMS_GRID if scale != "tiny" else [(16, 16, 4, 200, 5.0)]
+    n_test = 200 if scale == "tiny" else 1000
+    cfgs = [{"V": V, "d": d, "L": L, "N": N, "q": q, "seed": seed, "eta": 1e-3, "n_test": n_test}
+            for V, d, L, N, q in grid]
+    recs = sweep("b_terms", cfgs, run_terms_one, out, jobs)
+    print(terms_table(recs))
+    return recs
+
+
+def terms_table(records):
+    lines = ["| V | d | L | N | q | attention | e.e measured | overlap + crosstalk | "
+             "z.(z+e) measured | mean bias | x.nu measured | distractor | sigma^2 measured | "
+             "sigma^2 predicted |", "|" + "---|" * 14]
+    for r in records:
+        c, m, t = r["config"], r["result"], r["result"]["theory"]
+        lines.append(f"| {c['V']} | {c['d']} | {c['L']} | {c['N']} | {c['q']:g} | "
+                     f"{m['attention']:.2f} | {m['e_e']:.3f} | {t['overlap'] + t['crosstalk']:.3f} | "
+                     f"{m['z_ze']:.3f} | {t['mean_bias']:.3f} | {m['x_nu']:.4f} | "
+                     f"{t['distractor']:.4f} | {m['sigma2']:.3f} | {sum(t.values()):.3f} |")
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- command line
 
 def positive_int(text):
