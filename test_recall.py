@@ -86,13 +86,13 @@ def test_coverage_bound_by_hand():
 
 
 def test_saturated_noise_terms_by_hand():
-    """p = 1, nu = 0, z2 = 1, no token-to-token spread: 1/d + (V/N)(1 + V/d) + V/d^2."""
+    """p = 1, nu = 0, z2 = 1, no token-to-token spread: 2/d + (V/N)(1 + V/d) + V/d^2."""
     V, N, d = 100, 1000, 10
     A = N / V
     T = theory.retrieval_noise_terms(V, N, d, p_t=1.0, nu2_t=0.0, f_t=1.0, S=A, p2=1.0,
                                      K2=1.0, vK=0.0, rho2=0.0)
     assert T["distractor"] == 0.0
-    assert sum(T.values()) == pytest.approx(0.1 + 0.1 * 11 + 1.0)
+    assert sum(T.values()) == pytest.approx(0.2 + 0.1 * 11 + 1.0)
     assert theory.retrieval_signal(V, N, 1.0, 1.0, 1.0, 1.0) == pytest.approx(A)
 
 

@@ -123,7 +123,8 @@ def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
 def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
     """[ours] Variances of a wrong logit divided by S^2 (S from `retrieval_signal`), for a test
     sequence with informative attention p_t, distractor mass nu2_t, trigger component f_t:
-      overlap      A^2 p_t^2 p2 / d: e_t.e_j between the test token and the wrong label's token
+      overlap      A^2 p_t^2 (p2 + p_t^2) / d: e_t.e_j between the test token and the wrong label's
+                   token, and the correct label's own memory leaking into u_v through u_y.u_v
       mean_bias    (f_t^2 + nu2_t z2/d)(A K2 + A^2 vK)(1 + V/d): the shared trigger direction z
                    times the fluctuation of the attention-weighted label counts (V/N + V^2/(N d)
                    when saturated: the multiplicative N d term) and of z.e_j across tokens
@@ -131,10 +132,10 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
                    memories, and of the labels of the test's own distractors
       distractor   (V |phi_t|^2/d + p_t^2 + nu2_t) A rho2 (1/d + 1/V): memories written by the
                    distractor tokens of the training sequences ("gradient noise"; 0 when saturated)
-    With p = 1, nu = 0 the sum is 2/d + 2V/d^2 + V/N + V^2/(N d) (to leading order)."""
+    With p = 1, nu = 0 the sum is 3/d + 2V/d^2 + V/N + V^2/(N d) (to leading order)."""
     A = N / V
     S2 = S * S
-    return {"overlap": A ** 2 * p_t ** 2 * p2 / d / S2,
+    return {"overlap": A ** 2 * p_t ** 2 * (p2 + p_t ** 2) / d / S2,
             "mean_bias": (f_t ** 2 + nu2_t * z2 / d) * (A * K2 + A ** 2 * vK) * (1 + V / d) / S2,
             "crosstalk": (V * A ** 2 * p2 * (p_t ** 2 + nu2_t) / d ** 2
                           + A ** 2 * p2 * nu2_t / d) / S2,
