@@ -514,9 +514,12 @@ def run_nstar_one(cfg):
             "z2": [float(f["z_trig"] @ f["z_trig"]) for f, _, _ in runs]}
 
 
-def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=3, cap=200000):
+def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=None, cap=200000):
     """Bisection bracket [V/2, 3 pred] (capped); its geometric midpoints are not anchored on
-    the prediction, so the measurement cannot snap to it."""
+    the prediction, so the measurement cannot snap to it.  At saturated attention every test
+    row with the same token gets the same logits, so a task offers only V independent trials:
+    by default n_tasks = max(2, 512 // V) tasks are averaged."""
+    n_tasks = max(2, 512 // V) if n_tasks is None else n_tasks
     import theory
     pred = theory.critical_N(V, d, L, q, tau)
     hi = int(min(3 * pred, cap)) if math.isfinite(pred) else cap
