@@ -16,7 +16,7 @@ CORE_FIGURES = fig5
 
 PAPER_A_FIGURES =
 
-PAPER_B_FIGURES =
+PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length
 
 .PHONY: test figures clean bench $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
@@ -38,6 +38,38 @@ fig5: .venv/ready
 
 
 # ----------------------------------------------------------------------------- paper B targets
+
+b_agree: .venv/ready
+	$(RUN) b_agree --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_agree
+
+b_phase: .venv/ready
+	$(RUN) b_phase --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_phase
+
+b_nstar: .venv/ready
+	$(RUN) b_nstar --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_nstar
+
+b_embed: .venv/ready
+	$(RUN) b_embed --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_embed
+
+b_mlp: .venv/ready
+	$(RUN) b_mlp --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_mlp
+
+b_long: .venv/ready
+	$(RUN) b_long --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_long
+
+b_length: .venv/ready
+	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_length
+
+.PHONY: b_terms
+b_terms: .venv/ready
+	$(RUN) b_terms --scale $(SCALE) --jobs $(JOBS)
 
 
 bench: .venv/ready

@@ -76,6 +76,251 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
 
 # ----------------------------------------------------------------------------- paper B figures
 
+def _by(records, *keys):
+    """Group records by config keys -> {tuple: [record, ...]}."""
+    out = {}
+    for r in records:
+        out.setdefault(tuple(r["config"].get(k) for k in keys), []).append(r)
+    return out
+
+
+def _curve(records, xkey, field="accuracy"):
+    """Sorted x values and the seed-mean of result[field] at each x."""
+    xs = sorted({r["config"][xkey] for r in records})
+    ys = [float(np.mean([r["result"][field] for r in records if r["config"][xkey] == x]))
+          for x in xs]
+    return xs, ys
+
+
+@figure("b_agree")
+def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
+    """Predicted (theory.retrieval_accuracy at each seed's |z_trig|^2) versus measured accuracy."""
+    recs = _need(load_records(results, "b_agree"), "b_agree", results)
+    fig, ax = plt.subplots(figsize=(4.6, 4.4))
+    ax.fill_between([0, 1], [-0.1, 0.9], [0.1, 1.1], color="gray", alpha=0.15, lw=0,
+                    label=r"$\pm 0.10$")
+    ax.plot([0, 1], [0, 1], color="gray", lw=1)
+    for mlp in (False, True):
+        rs = [r for r in recs if bool(r["config"].get("m")) == mlp]
+        if not rs:
+            continue
+        meas = [r["result"]["accuracy"] for r in rs]
+        pred = [theory.retrieval_accuracy(r["config"]["V"], r["config"]["N"], r["config"]["d"],
+                                          r["config"]["L"], r["config"]["q"],
+                                          r["config"].get("m"), z2=r["result"]["z2"]) for r in rs]
+        att = [r["result"]["attention"] for r in rs]
+        sc = ax.scatter(meas, pred, c=att, cmap="viridis", vmin=0.4, vmax=1.0, s=22,
+                        marker="s" if mlp else "o", edgecolor="k", lw=0.4,
+                        label="attention + MLP" if mlp else "attention only")
+    fig.colorbar(sc, ax=ax, label="attention on informative token")
+    ax.set_xlabel("measured accuracy (one seed)")
+    ax.set_ylabel("predicted accuracy")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("three-step model: theory vs simulation", fontsize=9)
+    return _save(fig, path)
+
+
+@figure("b_phase")
+def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
+    """Accuracy over (N, d) at three L, measured, with the predicted tau contours."""
+    recs = _need(load_records(results, "b_phase"), "b_phase", results)
+    Ls = sorted({r["config"]["L"] for r in recs})
+    fig, axes = plt.subplots(1, len(Ls), figsize=(4.0 * len(Ls), 3.6), sharey=True)
+    for ax, L in zip(np.atleast_1d(axes), Ls):
+        rs = [r for r in recs if r["config"]["L"] == L]
+        Ns = sorted({r["config"]["N"] for r in rs})
+        ds = sorted({r["config"]["d"] for r in rs})
+        V, q = rs[0]["config"]["V"], rs[0]["config"]["q"]
+        acc = np.full((len(ds), len(Ns)), np.nan)
+        for r in rs:
+            acc[ds.index(r["config"]["d"]), Ns.index(r["config"]["N"])] = r["result"]["accuracy"]
+        im = ax.pcolormesh(_edges(Ns), _edges(ds), acc, vmin=0, vmax=1, cmap="magma",
+                           shading="flat")
+        Nf, df = np.geomspace(Ns[0], Ns[-1], 10), np.geomspace(ds[0], ds[-1], 7)
+        pred = np.array([[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf]
+                         for d in df])
+        cs = ax.contour(Nf, df, pred, levels=list(taus), colors="c", linewidths=2)
+        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7)
+        ax.contour(Ns, ds, acc, levels=list(taus), colors="w", linestyles="--", linewidths=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("samples $N$")
+        ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$", fontsize=9)
+    np.atleast_1d(axes)[0].set_ylabel("embedding dimension $d$")
+    fig.colorbar(im, ax=axes, label="test accuracy (white dashed: measured contours)")
+    return _save(fig, path)
+
+
+def _edges(v):
+    """Cell edges (geometric midpoints) for pcolormesh on a log grid."""
+    v = np.asarray(v, float)
+    mid = np.sqrt(v[1:] * v[:-1])
+    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
+
+
+@figure("b_nstar")
+def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
+    """N* versus d and versus V: bisection (points) and theory.critical_N (lines)."""
+    recs = _need(load_records(results, "b_nstar"), "b_nstar", results)
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    for ax, key in zip(axes, ("d", "V")):
+        rs = [r for r in recs if r["config"]["sweep_over"] == key]
+        if key == "V" and rs:                 # the (V0, d0) point is stored with the d sweep
+            d0 = rs[0]["config"]["d"]
+            rs += [r for r in recs if r["config"]["sweep_over"] == "d" and r["config"]["d"] == d0
+                   and all(r["config"]["V"] != o["config"]["V"] for o in rs)]
+        rs = sorted(rs, key=lambda r: r["config"][key])
+        if not rs:
+            continue
+        c0 = rs[0]["config"]
+        x = np.array([r["config"][key] for r in rs], float)
+        y = np.array([r["result"]["nstar"] or np.nan for r in rs], float)
+        xf = np.geomspace(x.min() / 1.2, x.max() * 1.2, 12)
+        args = lambda v: dict(c0, **{key: int(round(v))})
+        pred = np.array([theory.critical_N(a["V"], a["d"], a["L"], a["q"], a["tau"])
+                         for a in map(args, xf)])
+        pred_x = np.array([theory.critical_N(a["V"], a["d"], a["L"], a["q"], a["tau"])
+                           for a in map(args, x)])
+        ax.plot(xf, pred, color="C0", label=f"predicted (slope {theory.loglog_slope(x, pred_x):+.2f})")
+        ax.plot(x, y, "o", color="k", label=f"measured (slope {theory.loglog_slope(x, y):+.2f})")
+        ax.fill_between(xf, pred / 2, pred * 2, color="C0", alpha=0.12, label="factor 2")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        fixed = f"V={c0['V']}" if key == "d" else f"d={c0['d']}"
+        ax.set_xlabel(f"${key}$  ({fixed}, L={c0['L']}, |w|={c0['q']:g})")
+        ax.set_ylabel(rf"$N^*$ (accuracy $\geq$ {c0['tau']:g})")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+@figure("b_embed")
+def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
+    """Accuracy versus N: one-hot embeddings (d = V+2) and random embeddings at several d."""
+    recs = _need(load_records(results, "b_embed"), "b_embed", results)
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    groups = _by(recs, "kind", "d")
+    for i, ((kind, d), rs) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0][0] != "onehot", kv[0][1]))):
+        N, acc = _curve(rs, "N")
+        c = rs[0]["config"]
+        col = "k" if kind == "onehot" else f"C{i}"
+        lab = f"one-hot, $d=V+2={d}$" if kind == "onehot" else f"random, $d={d}$"
+        ax.plot(N, acc, "o-", color=col, label=lab)
+        if kind != "onehot":
+            Nf = np.geomspace(N[0], N[-1], 20)
+            ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, d, c["L"], c["q"]) for n in Nf],
+                    ":", color=col, lw=1)
+    Nf = np.geomspace(min(r["config"]["N"] for r in recs), max(r["config"]["N"] for r in recs), 40)
+    ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
+            label="coverage bound (any learner)")
+    ax.set_xscale("log")
+    ax.set_xlabel("samples $N$")
+    ax.set_ylabel("test accuracy")
+    n_seeds = len({r["config"]["seed"] for r in recs})
+    ax.set_title(f"V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean of {n_seeds} seeds; "
+                 "dotted: predicted", fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+@figure("b_mlp")
+def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
+    """Accuracy versus m d for attention + fixed MLP; attention-only as horizontal lines."""
+    recs = _need(load_records(results, "b_mlp"), "b_mlp", results)
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for i, d in enumerate(sorted({r["config"]["d"] for r in recs})):
+        rs = [r for r in recs if r["config"]["d"] == d and r["config"].get("m")]
+        c = rs[0]["config"]
+        ms, acc = _curve(rs, "m")
+        ax.plot(np.array(ms) * d, acc, "o-", color=f"C{i}", label=f"attention + MLP, $d={d}$")
+        mf = np.geomspace(ms[0], ms[-1], 16)
+        ax.plot(mf * d, [theory.retrieval_accuracy(c["V"], c["N"], d, c["L"], c["q"], int(m))
+                         for m in mf], ":", color=f"C{i}")
+        att = [r for r in recs if r["config"]["d"] == d and not r["config"].get("m")]
+        if att:
+            ax.axhline(np.mean([r["result"]["accuracy"] for r in att]), color=f"C{i}", ls="--",
+                       lw=1, label=f"attention only, $d={d}$")
+            ax.plot([mf[-1] * d * 1.5], [theory.retrieval_accuracy(c["V"], c["N"], d, c["L"], c["q"])],
+                    "<", color=f"C{i}", ms=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$m\cdot d$")
+    ax.set_ylabel("test accuracy")
+    n_seeds = len({r["config"]["seed"] for r in recs})
+    ax.set_title(f"V={c['V']}, N={c['N']}, L={c['L']}, |w|={c['q']:g}, mean of {n_seeds} seeds; "
+                 "dotted/triangle: predicted", fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+from train import crossing   # noqa: E402  (N* read off a curve; shared with the runner)
+
+
+@figure("b_long")
+def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
+    """Three steps versus long Adam training: accuracy versus N and the N* read off each curve."""
+    recs = _need(load_records(results, "b_long"), "b_long", results)
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
+    ds = sorted({r["config"]["d"] for r in recs})
+    nstar = {"three_step": [], "adam": []}
+    for i, d in enumerate(ds):
+        for method, ls in (("three_step", "o-"), ("adam", "s--")):
+            rs = sorted([r for r in recs if r["config"]["d"] == d and r["config"]["method"] == method],
+                        key=lambda r: r["config"]["N"])
+            if not rs:
+                nstar[method].append(None)
+                continue
+            N = [r["config"]["N"] for r in rs]
+            acc = [r["result"]["accuracy"] for r in rs]
+            axes[0].plot(N, acc, ls, color=f"C{i}", label=f"{method.replace('_', ' ')}, $d={d}$")
+            nstar[method].append(crossing(N, acc, tau))
+    c = [r for r in recs if r["config"]["method"] == "three_step"][0]["config"]
+    for method, mk in (("three_step", "o-"), ("adam", "s--")):
+        y = [np.nan if v is None else v for v in nstar[method]]
+        axes[1].plot(ds, y, mk, color="k", label=method.replace("_", " "))
+    axes[1].plot(ds, [theory.critical_N(c["V"], d, c["L"], c["q"], tau) for d in ds], ":",
+                 color="C0", label="predicted (three steps)")
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("samples $N$")
+    axes[0].set_ylabel("test accuracy")
+    axes[0].legend(fontsize=7)
+    axes[1].set_xscale("log")
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("$d$")
+    axes[1].set_ylabel(rf"$N^*$ (accuracy $\geq$ {tau:g}, interpolated)")
+    axes[1].legend(fontsize=8)
+    adam = [r for r in recs if r["config"]["method"] == "adam"]
+    extra = f", Adam {adam[0]['config']['steps']} steps lr {adam[0]['config']['lr']:g}" if adam else ""
+    fig.suptitle(f"V={c['V']}, L={c['L']}{extra}", fontsize=9)
+    return _save(fig, path)
+
+
+@figure("b_length")
+def plot_b_length(results=RESULTS, path="figures/b_length.png"):
+    """Accuracy and attention on the informative position versus L at fixed N, d, |w|."""
+    recs = _need(load_records(results, "b_length"), "b_length", results)
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    for i, q in enumerate(sorted({r["config"]["q"] for r in recs})):
+        rs = [r for r in recs if r["config"]["q"] == q]
+        c = rs[0]["config"]
+        L, acc = _curve(rs, "L")
+        _, att = _curve(rs, "L", "attention")
+        axes[0].plot(L, acc, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
+        axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
+        Lf = np.unique(np.geomspace(L[0], L[-1], 20).round().astype(int))
+        axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["N"], c["d"], l, q) for l in Lf],
+                     ":", color=f"C{i}", label="predicted")
+        axes[1].plot(Lf, [theory.mean_attention(c["V"], c["N"], c["d"], l, q) for l in Lf], ":", color=f"C{i}",
+                     label="predicted (mean field)")
+    for ax, lab in zip(axes, ("test accuracy", "attention on informative position")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sequence length $L$")
+        ax.set_ylabel(lab)
+        ax.legend(fontsize=7)
+    n_seeds = len({r["config"]["seed"] for r in recs})
+    fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['N']}, mean of {n_seeds} seeds", fontsize=9)
+    return _save(fig, path)
+
 
 # ----------------------------------------------------------------------------- command line
 

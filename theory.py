@@ -31,9 +31,288 @@ def map_bits(N, M):
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
+# Our concrete model (PAPERS.md B): E, U, z_trig, z_eos with N(0, 1/d) entries, after the three
+# steps with eta -> 0.  Then WV2 is proportional to the attention-weighted Hebbian memory
+#     M = sum_n phi_n r_n^T,   r_n = u_{y_n} - u_bar,   phi_n = sum_i a_ni h_ni,
+# and the learned query w = WKQ1 z_eos, of norm q, points along z_trig (measured cos > 0.99; the
+# step-2 estimation noise of w is not modelled).  Scores: the informative position gets
+# beta = w.z_trig = q |z_trig| plus its token's score g_x = e_x.w, every position gets g_x.
+# Across tokens zeta_x = e_x.z_trig ~ N(0, z2/d) and g_x = q zeta_x / |z_trig| ~ N(0, q^2/d):
+# the token that the query likes is also the one whose embedding leans on the trigger.
+# Symbols:
+#   A = N / V        samples per label;  z2 = |z_trig|^2 (1 on average)
+#   P(x)             attention on the informative position of a sequence whose answer token sits
+#                    at standard-normal node x (zeta = x sqrt(z2/d), g = x q/sqrt(d)); mean field
+#                    over the L-1 distractors: sum_i e^{g_i} ~ (L-1) e^{tau^2/2}, tau^2 = q^2/d
+#   nu2(x)           |nu|^2, the squared norm of the distractor part nu = sum_{i != l} a_i e_{x_i}
+#   K(x)             P (z2 + zeta): how strongly the trigger direction is written with that label
+#   p2, K2, vK, rho2 E P^2, E K^2, Var K over tokens, E nu2 over training sequences.
 
-def mean_attention(q, d, L, z2=1.0, n_nodes=24):
+def _normal_nodes(n):
+    """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / w.sum()
+
+
+def _erfc(z):
+    """Complementary error function, vectorised, relative error < 1.2e-7 everywhere
+    (the Chebyshev fit of Numerical Recipes, erfcc), so Phi^(V-1) stays accurate."""
+    z = np.asarray(z, dtype=float)
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    c = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+         -1.13520398, 1.48851587, -0.82215223, 0.17087277]
+    poly = c[-1]
+    for k in c[-2::-1]:
+        poly = k + t * poly
+    r = t * np.exp(-a * a + poly)
+    return np.where(z >= 0, r, 2.0 - r)
+
+
+def _Phi(x):
+    """Standard normal CDF."""
+    return 0.5 * _erfc(-np.asarray(x, dtype=float) / math.sqrt(2.0))
+
+
+def coverage_bound(V, N):
+    """[ours] Accuracy of any learner is at most the chance that the test sequence's informative
+    token was seen as informative in one of the N training sequences, plus 1/V for a guess:
+        1 - (1 - 1/V)^N (1 - 1/V)."""
+    return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
+
+
+def query_cosine(V, N, d, L):
+    """[ours] Cosine between the learned query w = WKQ1 z_eos and z_trig: the step-2 estimation noise.
+
+    With uniform attention at step 2 the gradient on the query is, up to a constant,
+    sum_n C_n G r_n with G = sum_k phi_k r_k^T (= WV1 / eta) and C_n the within-sequence scatter
+    of the rows h.  Its trigger part is 2 N A / L along z_trig (the informative row carries z).
+    The label-count fluctuations leave a part along the mean pooled vector
+    phi_bar ~ E_bar (L-1)/L: C_bar G sum_y c_y r_y ~ ((L-1)/d) N (1 + V/d) E_bar, |E_bar| ~ 1/sqrt(V).
+    Their ratio R = L (L-1) sqrt(V) (1 + V/d) / (2 d N) gives cos = 1 / sqrt(1 + R^2): the query
+    points along the mean embedding unless N d >> L^2 sqrt(V) (1 + V/d)."""
+    R = L * (L - 1) * math.sqrt(V) * (1 + V / d) / (2 * d * N)
+    return 1.0 / math.sqrt(1.0 + R * R)
+
+
+def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
+    """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
+    sequence whose answer token has score g, with query norm q (beta = q cos |z_trig|,
+    tau^2 = q^2/d; cos from `query_cosine`).
+        p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),   |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
+    the latter clipped to its possible range [(1-p)^2/(L-1), (1-p)^2]."""
+    g = np.asarray(g, dtype=float)
+    beta, tau2 = q * cos * math.sqrt(z2), q * q / d
+    p = 1.0 / (1.0 + (L - 1) * np.exp(tau2 / 2 - beta - g))
+    nu2 = p ** 2 * (L - 1) * np.exp(2 * tau2 - 2 * beta - 2 * g)
+    nu2 = np.clip(nu2, (1 - p) ** 2 / (L - 1), (1 - p) ** 2)
+    return p, nu2
+
+
+def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
+    """[ours] Mean lead of the correct logit over a typical wrong one:
+        S = A p_t P_t + f_t A (K_t - Kbar),   P_t = p_t (same token, mean field),
+    the first part from e_t.e_t, the second from the trigger direction (f_t = p_t (z2 + zeta_t) is
+    the test vector's trigger component): only the excess of this label's K over the average
+    survives the centring r = u - u_bar, so tokens the query attends less than average are
+    stored more weakly than p_t alone suggests."""
+    A = N / V
+    return A * p_t * p_t + f_t * A * (K_t - Kbar)
+
+
+def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
+    """[ours] Variances of a wrong logit divided by S^2 (S from `retrieval_signal`), for a test
+    sequence with informative attention p_t, distractor mass nu2_t, trigger component f_t:
+      overlap      A^2 p_t^2 (p2 + p_t^2) / d: e_t.e_j between the test token and the wrong label's
+                   token, and the correct label's own memory leaking into u_v through u_y.u_v
+      mean_bias    (f_t^2 + nu2_t z2/d)(A K2 + A^2 vK)(1 + V/d): the shared trigger direction z
+                   times the fluctuation of the attention-weighted label counts (V/N + V^2/(N d)
+                   when saturated: the multiplicative N d term) and of z.e_j across tokens
+      crosstalk    V A^2 p2 (p_t^2 + nu2_t)/d^2 + A^2 p2 nu2_t/d: superposition of the other tokens'
+                   memories, and of the labels of the test's own distractors
+      distractor   (V |phi_t|^2/d + p_t^2 + nu2_t) A rho2 (1/d + 1/V): memories written by the
+                   distractor tokens of the training sequences ("gradient noise"; 0 when saturated)
+    With p = 1, nu = 0 the sum is 3/d + 2V/d^2 + V/N + V^2/(N d) (to leading order)."""
+    A = N / V
+    S2 = S * S
+    return {"overlap": A ** 2 * p_t ** 2 * (p2 + p_t ** 2) / d / S2,
+            "mean_bias": (f_t ** 2 + nu2_t * z2 / d) * (A * K2 + A ** 2 * vK) * (1 + V / d) / S2,
+            "crosstalk": (V * A ** 2 * p2 * (p_t ** 2 + nu2_t) / d ** 2
+                          + A ** 2 * p2 * nu2_t / d) / S2,
+            "distractor": (V * ((1 + z2) * p_t ** 2 + nu2_t) / d + p_t ** 2 + nu2_t)
+                          * A * rho2 * (1 / d + 1 / V) / S2}
+
+
+def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
+    """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
+
+    For each answer token (Gauss-Hermite node x over its score): the correct logit is S + sigma S Z
+    with sigma^2 the sum of `retrieval_noise_terms`; the labels not in the sequence have
+    N(0, sigma^2 S^2) logits; the label of each distractor i is a competitor whose mean is
+    S c_i with c_i = a_i A P(g_i) / S, a_i = p_t exp(g_i - beta - g_t):
+        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
+    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W) and
+    the finite width adds noise: see `mlp_rescale`, `mlp_noise`.  terms=True also returns the
+    noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
+    """
+    A = N / V
+    x, wx = _normal_nodes(n_nodes)
+    g = q / math.sqrt(d) * x                                 # token scores e_x.w
+    zeta = math.sqrt(z2 / d) * x                             # e_x.z_trig
+    cos = query_cosine(V, N, d, L)
+    p, nu2 = attention_meanfield(q, d, L, g, z2, cos)
+    K = p * (z2 + zeta)
+    p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
+    vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
+    zs, wz = _normal_nodes(2 * n_nodes)
+    n_comp = min(L - 1, V - 1)                               # distractors' labels
+    yn, wn = _normal_nodes(8)
+    acc, typical = 0.0, {}
+    for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
+        ft = Kt                                              # p_t (z2 + zeta_t)
+        S = retrieval_signal(V, N, pt, ft, Kt, Kbar)
+        if S <= 0:                                           # not stored at all: chance
+            acc += wt / V
+            continue
+        T = retrieval_noise_terms(V, N, d, pt, n2t, ft, S, p2, K2, vK, rho2, z2)
+        if m is not None:
+            with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
+                T = mlp_rescale(T, d, pt, n2t, z2)
+                T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
+        sig = math.sqrt(sum(T.values()))
+        c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
+        # Per-token spread of the signal, the same for every test row of that token, so it is
+        # integrated over rather than added to sigma: the norms |e_t|^2 |u_y|^2 (relative variance
+        # 4/d) and the label's own count c_y ~ Poisson(A), which scales the e_t.e_t part as well as
+        # the trigger part already in the mean bias (3 V/N more when saturated).
+        v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
+        s = np.maximum(1 + math.sqrt(4 / d + v_c) * yn, 1e-3)[:, None]   # (ny, 1) signal scales
+        other = _Phi(s / sig + zs) ** (V - 1 - n_comp)                # (ny, nz) other labels
+        comp = (wx * _Phi((s[:, :, None] - c) / sig + zs[:, None])).sum(2) ** n_comp   # (ny, nz)
+        acc += wt * float(wn @ (other * comp) @ wz)
+        if not typical or abs(xt) < abs(typical["x"]):
+            typical = dict(T, x=xt)
+    acc = min(acc, coverage_bound(V, N))
+    typical.pop("x", None)
+    return (acc, typical) if terms else acc
+
+
+# With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
+# phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
+# the arc-cosine kernel  m |phi_t||phi_n| / d * kappa(c),  kappa(c) = (sin t + (pi - t) cos t)/(2 pi),
+# t = arccos c.  Pooled vectors of different tokens have cosine c0 = p^2 / (2 p^2 + |nu|^2) (the
+# shared trigger), of the same token c1 = 2 p^2 / (2 p^2 + |nu|^2).
+
+def arccos_kernel(c):
+    """[standard] E[relu(a) relu(b)] for unit-variance Gaussians a, b with correlation c."""
+    t = np.arccos(np.clip(c, -1.0, 1.0))
+    return (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
+
+
+def _relu_product_var(c, n=48):
+    """Var[relu(a) relu(b)] for unit-variance Gaussians with correlation c (Gauss-Hermite)."""
+    x, w = _normal_nodes(n)
+    a = x[:, None]
+    b = c * x[:, None] + math.sqrt(max(1 - c * c, 0.0)) * x[None, :]
+    prod = np.maximum(a, 0) * np.maximum(b, 0)
+    W = w[:, None] * w[None, :]
+    return float((W * prod ** 2).sum() - (W * prod).sum() ** 2)
+
+
+def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
+    """[ours] The linear-kernel noise terms, rescaled for the arc-cosine kernel: overlap noise
+    enters through the kernel's slope kappa'(c0) = (pi - arccos c0)/(2 pi), the mean bias through
+    its common value kappa(c0); both relative to the kernel's signal kappa(c1) - kappa(c0)."""
+    c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    dk = arccos_kernel(c1) - arccos_kernel(c0)
+    slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
+    lin = c1 - c0
+    out = dict(T)
+    for k in ("overlap", "crosstalk", "distractor"):
+        out[k] = T[k] * (slope * lin / dk) ** 2
+    out["mean_bias"] = T["mean_bias"] * (arccos_kernel(c0) * lin / (c0 * dk)) ** 2
+    return out
+
+
+def mlp_noise(V, N, d, m, p_t, nu2_t, z2=1.0):
+    """[ours] "MLP noise": the finite width m makes relu(phi_t W).relu(phi_j W) fluctuate around
+    its mean by Var[relu(a) relu(b)] per feature; for a wrong label's own token plus the V tokens'
+    cross-talk (weights r_j.u_v ~ N(0, 1/d)) this gives, relative to the signal,
+        v1(c0) (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)   -- so m d must grow like V."""
+    c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    dk = arccos_kernel(c1) - arccos_kernel(c0)
+    return _relu_product_var(c0) * (1 + V / d) / (m * dk ** 2)
+
+
+# Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
+
+def _bisect_log(f, lo, hi, iters=40):
+    """Smallest x in [lo, hi] (log scale) with f(x) True, f monotone; inf if f(hi) is False."""
+    if not f(hi):
+        return math.inf
+    if f(lo):
+        return lo
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if f(mid) else (mid, hi)
+        if hi / lo < 1.001:
+            break
+    return hi
+
+
+def critical_N(V, d, L, q, tau, m=None, z2=1.0):
+    """[ours] N* : the smallest sample size whose predicted accuracy reaches tau (inf if none:
+    the N-independent terms 3/d + 2V/d^2 alone can forbid it)."""
+    return _bisect_log(lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, V, 1e9)
+
+
+def critical_d(V, N, L, q, tau, m=None, z2=1.0):
+    """[ours] d* : the smallest embedding dimension whose predicted accuracy reaches tau.
+    The query norm q is held fixed, so large d does not change the attention much."""
+    return _bisect_log(lambda d: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, 2, 1e6)
+
+
+def max_V(N, d, L, q, tau, m=None, z2=1.0):
+    """[ours] V* : the largest vocabulary whose predicted accuracy at N samples reaches tau."""
+    ok = lambda V: retrieval_accuracy(int(round(V)), N, d, L, q, m, z2) >= tau
+    lo, hi = 2.0, float(N)   # V < 2 is no task
+    if not ok(lo):
+        return 0.0
+    if ok(hi):
+        return hi
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def loglog_slope(x, y):
+    """Least-squares slope of log y against log x (finite points only)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    if ok.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def mean_attention(V, N, d, L, q, z2=1.0, n_nodes=24):
     """[ours] Mean-field attention on the informative position, averaged over answer tokens."""
     x, wx = _normal_nodes(n_nodes)
-    p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2)
+    p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, query_cosine(V, N, d, L))
     return float(wx @ p)
+
+
+def predicted_exponents(tau=0.5, q=10.0, L=8, V=128, d=128, N=8000):
+    """[ours] Local log-log slopes of the predicted critical sizes around a reference point:
+    N* against d and V, d* against V and N, V* against N and d (each over a factor 4 range)."""
+    f = [0.5, 1.0, 2.0]
+    out = {}
+    out["N* vs d"] = loglog_slope([d * s for s in f], [critical_N(V, int(d * s), L, q, tau) for s in f])
+    out["N* vs V"] = loglog_slope([V * s for s in f], [critical_N(int(V * s), d, L, q, tau) for s in f])
+    out["d* vs V"] = loglog_slope([V * s for s in f], [critical_d(int(V * s), N, L, q, tau) for s in f])
+    out["d* vs N"] = loglog_slope([N * s for s in f], [critical_d(V, N * s, L, q, tau) for s in f])
+    out["V* vs N"] = loglog_slope([N * s for s in f], [max_V(N * s, d, L, q, tau) for s in f])
+    out["V* vs d"] = loglog_slope([d * s for s in f], [max_V(N, int(d * s), L, q, tau) for s in f])
+    return out

@@ -313,6 +313,508 @@ def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="floa
 
 # ----------------------------------------------------------------------------- paper B, token retrieval
 
+# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in PAPERS.md B and
+# recall.retrieval_forward.  All losses and gradients are full-batch means over the N samples,
+# computed in chunks of samples so that the (N, V) logits are never formed at once.
+
+def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
+    """Mean cross-entropy and its gradient over all N samples, in chunks.  tokens (N, L),
+    pos (N,), labels (N,).  The gradient of a mean is the chunk-size-weighted sum of chunk means."""
+    N = len(labels)
+    loss, grads = 0.0, {k: np.zeros_like(p) for k, p in params.items()}
+    for s in range(0, N, chunk):
+        e = min(s + chunk, N)
+        logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
+        l, dlogits = rc.cross_entropy(logits, labels[s:e])
+        w = (e - s) / N
+        loss += w * l
+        for k, g in rc.retrieval_backward(dlogits * w, cache).items():
+            grads[k] += g
+    return loss, grads
+
+
+def _zero_params(fixed):
+    d = fixed["E"].shape[1]
+    vdim = d if "W_mlp" not in fixed else fixed["W_mlp"].shape[1]
+    return {"WKQ": np.zeros((d, d)), "WV": np.zeros((vdim, d))}
+
+
+def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, info=None,
+               chunk=4096):
+    """The paper's three full-batch GD steps from zero on the same N samples:
+        WV1  = -eta   grad_WV  L(WV=0,   WKQ=0)
+        WKQ1 = -gamma grad_WKQ L(WV=WV1, WKQ=0)
+        WV2  = WV1 - gamma grad_WV L(WV=WV1, WKQ=WKQ1)
+    Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}.  float64 throughout.
+
+    Instead of gamma one may give query_norm = q: gamma is then chosen, once the step-2 gradient
+    is known, so that the learned query w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma).
+    For eta -> 0 the argmax after step 3 depends on (eta, gamma) only through q, because
+    WV2 = WV1 - gamma grad and the WV1 term is O(eta / gamma).  If info is a dict, the gamma
+    used and gamma * eta are written into it."""
+    if (gamma is None) == (query_norm is None):
+        raise ValueError("give exactly one of gamma and query_norm")
+    p0 = _zero_params(fixed)
+    _, g0 = retrieval_grad(p0, fixed, tokens, pos, labels, chunk)
+    WV1 = -eta * g0["WV"]
+    _, g1 = retrieval_grad({"WKQ": p0["WKQ"], "WV": WV1}, fixed, tokens, pos, labels, chunk)
+    if gamma is None:
+        gamma = query_norm / np.linalg.norm(g1["WKQ"] @ fixed["z_eos"])
+    if info is not None:
+        info["gamma"], info["gamma_eta"] = float(gamma), float(gamma * eta)
+    WKQ1 = -gamma * g1["WKQ"]
+    _, g2 = retrieval_grad({"WKQ": WKQ1, "WV": WV1}, fixed, tokens, pos, labels, chunk)
+    return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
+
+
+def retrieval_diagnostics(params, fixed, tokens, pos, labels, chunk=4096):
+    """Test accuracy, mean attention on the informative position, cos(query, z_trig), the query
+    norm |w|, its trigger score w.z_trig, the correct-logit margin (logit_y - max wrong logit)
+    in units of the row's logit standard deviation (scale-free, since WV2 is O(gamma)), and
+    hub_share: the fraction of the errors won by the single most frequent wrong label (a "hub"
+    label with an outlying bias takes most errors)."""
+    w = params["WKQ"] @ fixed["z_eos"]                                   # (d,) learned query
+    z = fixed["z_trig"]
+    N = len(labels)
+    hits, att, margin = 0, 0.0, 0.0
+    wrong = np.zeros(len(fixed["U"]), dtype=int)                         # (V,) wins of wrong labels
+    for s in range(0, N, chunk):
+        e = min(s + chunk, N)
+        logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
+        a = cache[2]                                                     # (B, L) attention
+        rows = np.arange(e - s)
+        y = labels[s:e]
+        pred = logits.argmax(1)
+        hits += int((pred == y).sum())
+        wrong += np.bincount(pred[pred != y], minlength=len(wrong))
+        att += float(a[rows, pos[s:e]].sum())
+        correct = logits[rows, y].copy()
+        logits[rows, y] = -np.inf
+        sd = np.std(np.where(np.isfinite(logits), logits, correct[:, None]), axis=1) + 1e-300
+        margin += float(((correct - logits.max(1)) / sd).sum())
+    nw = float(np.linalg.norm(w))
+    return {"accuracy": hits / N, "attention": att / N,
+            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300)),
+            "query_norm": nw, "trig_score": float(w @ z), "margin": margin / N,
+            "hub_share": float(wrong.max() / max(wrong.sum(), 1))}
+
+
+def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
+    """Longer training of the same model from zero: full-batch Adam on the same N samples.
+    At zero the WKQ gradient vanishes (WV = 0), so WV moves first, then the attention."""
+    params = _zero_params(fixed)
+    state = adam_init(params)
+    for _ in range(steps):
+        _, grads = retrieval_grad(params, fixed, tokens, pos, labels, chunk)
+        adam_step(params, grads, state, lr)
+    return params
+
+
+def run_retrieval_one(cfg):
+    """One training run on a fresh task: three steps at query norm q, or Adam for `steps`.
+    Returns the diagnostics on n_test fresh sequences, the realised |z_trig|^2 (the theory
+    takes it as input) and, for three steps, gamma and gamma*eta."""
+    rng = np.random.default_rng(cfg["seed"])
+    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
+                             kind=cfg.get("kind", "gaussian"))
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)         # (N, L), (N,), (N,)
+    test = rc.sample_retrieval(task, cfg["n_test"], rng)
+    info = {}
+    if cfg["method"] == "three_step":
+        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"], info=info)
+    else:
+        params = retrieval_adam(fixed, tokens, pos, labels, cfg["steps"], cfg["lr"])
+    out = retrieval_diagnostics(params, fixed, *test)
+    out["train_accuracy"] = retrieval_diagnostics(params, fixed, tokens, pos, labels)["accuracy"]
+    out["z2"] = float(fixed["z_trig"] @ fixed["z_trig"])
+    out.update(info)
+    return out
+
+
+def _b_cfg(V, d, L, N, seed, q=10.0, m=None, kind="gaussian", method="three_step", n_test=2000,
+           eta=1e-3, steps=0, lr=0.0):
+    cfg = {"V": V, "d": d, "L": L, "N": int(N), "seed": seed, "kind": kind, "method": method,
+           "n_test": n_test}
+    if m is not None:
+        cfg["m"] = m
+    if method == "three_step":
+        cfg.update(q=q, eta=eta)
+    else:
+        cfg.update(steps=steps, lr=lr)
+    return cfg
+
+
+def _geom(lo, hi, n):
+    return [int(round(x)) for x in np.geomspace(lo, hi, n)]
+
+
+# The agreement table: predicted versus measured accuracy of the three-step model on a fixed
+# grid chosen to span accuracies 0.1 to 0.95 (V = 128; d, L, N, q varied; MLP points included).
+AGREE_GRID = [  # (V, d, L, N, q, m)
+    (128, 32, 8, 4000, 10, None), (128, 32, 8, 16000, 10, None), (128, 64, 8, 2000, 10, None),
+    (128, 64, 8, 8000, 10, None), (128, 128, 8, 1000, 10, None), (128, 128, 8, 4000, 10, None),
+    (128, 256, 8, 8000, 10, None), (128, 64, 32, 4000, 4, None), (128, 64, 32, 4000, 6, None),
+    (128, 64, 8, 4000, 2, None), (128, 64, 8, 4000, 3, None), (128, 128, 64, 4000, 5, None),
+    (64, 64, 8, 1000, 10, None), (256, 128, 8, 8000, 10, None),
+    (128, 64, 8, 8000, 10, 64), (128, 64, 8, 8000, 10, 512),
+    (128, 256, 8, 16000, 10, None), (64, 128, 8, 8000, 10, None), (128, 128, 16, 8000, 5, None),
+    (64, 64, 16, 4000, 4, None),
+]
+
+
+@experiment("b_agree", "paper B: predicted vs measured three-step accuracy (the agreement table)",
+            [("--seeds", "positive_int", 3, "seeds per grid point")])
+def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0, seeds=3):
+    n_test = {"tiny": 200, "small": 2000, "full": 8000}[scale]
+    grid = AGREE_GRID if scale != "tiny" else [(16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)]
+    cfgs = [_b_cfg(V, d, L, N, seed + s, q=q, m=m, n_test=n_test)
+            for (V, d, L, N, q, m) in grid for s in range(seeds)]
+    recs = sweep("b_agree", cfgs, run_retrieval_one, out, jobs)
+    print(agreement_table(recs))
+    return recs
+
+
+def agreement_table(records):
+    """Markdown table: per grid point the seed-mean measured accuracy and the seed-mean
+    prediction (each seed's prediction uses its realised |z_trig|^2), and how many agree
+    within 0.10 among points whose measured accuracy lies in [0.1, 0.95]."""
+    import theory
+    groups = {}
+    for r in records:
+        c = r["config"]
+        key = (c["V"], c["d"], c["L"], c["N"], c.get("q"), c.get("m"))
+        pred = theory.retrieval_accuracy(c["V"], c["N"], c["d"], c["L"], c["q"], c.get("m"),
+                                         z2=r["result"]["z2"])
+        groups.setdefault(key, []).append((r["result"]["accuracy"], pred,
+                                           r["result"]["attention"],
+                                           r["result"].get("hub_share", float("nan"))))
+    lines = ["| V | d | L | N | q | m | attention | measured | predicted | diff | measured per seed | max hub share |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    n_in, n_ok = 0, 0
+    for key, vals in groups.items():
+        meas, pred, att = (float(np.mean(v)) for v in list(zip(*vals))[:3])
+        per_seed = " / ".join(f"{v[0]:.2f}" for v in vals)
+        hub = max(v[3] for v in vals)
+        inside = 0.1 <= meas <= 0.95
+        ok = abs(meas - pred) <= 0.10
+        n_in += inside
+        n_ok += inside and ok
+        lines.append("| " + " | ".join("-" if v is None else str(v) for v in key)
+                     + f" | {att:.2f} | {meas:.3f} | {pred:.3f} | {pred - meas:+.3f} | {per_seed} "
+                     f"| {hub:.2f} |")
+    lines.append(f"\n{n_ok} of {n_in} points with measured accuracy in [0.1, 0.95] agree "
+                 f"within 0.10 ({len(groups)} points, {len(records)} runs).")
+    return "\n".join(lines)
+
+
+# Figure 1: phase diagram over (N, d) at three L, fixed query norm q.
+
+@experiment("b_phase", "paper B fig. 1: accuracy over (N, d) at three L, with the predicted contour",
+            [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
+def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
+    if scale == "tiny":                                  # for the tests
+        V, Ls, ds, Ns = 16, [2, 4, 8], [8, 16], [100, 200]
+    elif scale == "small":
+        V, Ls, ds, Ns = 128, [4, 16, 64], [16, 32, 64, 128], _geom(500, 16000, 6)
+    else:
+        V, Ls, ds, Ns = 256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8)
+    cfgs = [_b_cfg(V, d, L, N, seed, q=q) for L in Ls for d in ds for N in Ns]
+    return sweep("b_phase", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 2: N* versus d and versus V, by bisection on N.
+
+def run_nstar_one(cfg):
+    """Bisection on N (train.bisect_capacity, in log scale) for the smallest N whose three-step
+    accuracy, averaged over cfg["n_tasks"] independent tasks (embeddings, training stream and
+    test set each), reaches tau.  Within a task the training sets are nested prefixes of one
+    sample stream.  A single task is too noisy: its accuracy is not monotone in N."""
+    runs = []
+    for k in range(cfg.get("n_tasks", 1)):
+        rng = np.random.default_rng([cfg["seed"], k])
+        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"))
+        fixed = rc.retrieval_fixed(task)
+        runs.append((fixed, rc.sample_retrieval(task, cfg["hi"], rng),
+                     rc.sample_retrieval(task, cfg["n_test"], rng)))
+    tried = {}
+
+    def accuracy_at(N):
+        if N not in tried:
+            accs = []
+            for fixed, (tokens, pos, labels), test in runs:
+                params = three_step(fixed, tokens[:N], pos[:N], labels[:N], cfg["eta"],
+                                    query_norm=cfg["q"])
+                accs.append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
+            tried[N] = float(np.mean(accs))
+        return tried[N]
+
+    # bisection for the largest failing N; N* is the geometric mean of it and the smallest
+    # succeeding N tried above it (the final bracket, hi/lo <= ratio)
+    n_fail = bisect_capacity(lambda N: accuracy_at(N) < cfg["tau"], cfg["lo"], cfg["hi"],
+                             cfg["ratio"])
+    above = [N for N, acc in tried.items() if N > n_fail and acc >= cfg["tau"]]
+    if accuracy_at(cfg["lo"]) >= cfg["tau"]:
+        nstar = cfg["lo"]                                   # at or below the bracket
+    elif not above:
+        nstar = None                                        # never reached within [lo, hi]
+    else:
+        nstar = round(math.sqrt(n_fail * min(above)))
+    return {"nstar": nstar, "tried": sorted(tried.items()),
+            "z2": [float(f["z_trig"] @ f["z_trig"]) for f, _, _ in runs]}
+
+
+def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=None, cap=200000):
+    """Bisection bracket [V/2, 3 pred] (capped); its geometric midpoints are not anchored on
+    the prediction, so the measurement cannot snap to it.  At saturated attention every test
+    row with the same token gets the same logits, so a task offers only V independent trials:
+    by default n_tasks = max(2, 512 // V) tasks are averaged."""
+    n_tasks = max(2, 512 // V) if n_tasks is None else n_tasks
+    import theory
+    pred = theory.critical_N(V, d, L, q, tau)
+    hi = int(min(3 * pred, cap)) if math.isfinite(pred) else cap
+    cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": V // 2,
+           "hi": hi, "ratio": ratio, "n_test": n_test, "n_tasks": n_tasks, "q": q, "eta": 1e-3}
+    return cfg
+
+
+@experiment("b_nstar", "paper B fig. 2: critical N* versus d and versus V (bisection)",
+            [("--tau", "positive_float", 0.5, "target accuracy"),
+             ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
+    if scale == "tiny":
+        L, V0, d0, ds, Vs, ratio, n_test = 4, 16, 32, [16, 32], [8, 16], 1.5, 200
+    elif scale == "small":
+        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 96, 128, 256], [64, 128, 256], 1.25, 1000
+    else:
+        L, V0, d0, ds, Vs, ratio, n_test = 8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024], 1.1, 4000
+    cap = 2000 if scale == "tiny" else 200000
+    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="d")
+            for d in ds]
+    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="V")
+             for V in Vs
+             if not (V == V0 and d0 in ds)]          # that point is already in the d sweep
+    recs = sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
+    print(nstar_table(recs))
+    if scale != "tiny":
+        import theory
+        ex = theory.predicted_exponents(tau=tau, q=q, L=L, V=V0, d=d0, N=8000)
+        print("\npredicted local exponents at V=%d, d=%d, N=8000, L=%d: " % (V0, d0, L)
+              + ", ".join(f"{k} {v:+.2f}" for k, v in ex.items()))
+    return recs
+
+
+def nstar_table(records):
+    """Markdown table of measured (bisection) and predicted N*, their ratio, and the fitted
+    log-log slopes of both along each sweep."""
+    import theory
+    lines = ["| sweep | V | d | L | measured N* | predicted N* | measured / predicted |",
+             "|---|---|---|---|---|---|---|"]
+    slopes = {}
+    for key in ("d", "V"):
+        rs = sorted([r for r in records if r["config"]["sweep_over"] == key],
+                    key=lambda r: r["config"][key])
+        if key == "V" and rs:
+            rs = sorted(rs + [r for r in records if r["config"]["sweep_over"] == "d"
+                              and r["config"]["d"] == rs[0]["config"]["d"]
+                              and all(r["config"]["V"] != o["config"]["V"] for o in rs)],
+                        key=lambda r: r["config"]["V"])
+        xs, meas, pred = [], [], []
+        for r in rs:
+            c = r["config"]
+            p = theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
+            m = r["result"]["nstar"]
+            xs.append(c[key])
+            meas.append(np.nan if m is None else m)
+            pred.append(p)
+            ratio = f"{m / p:.2f}" if m is not None and math.isfinite(p) else "-"
+            lines.append(f"| {key} | {c['V']} | {c['d']} | {c['L']} | {m} | {p:.0f} | {ratio} |")
+        slopes[key] = (theory.loglog_slope(xs, meas), theory.loglog_slope(xs, pred))
+    for key, (sm, sp) in slopes.items():
+        lines.append(f"\nN* ~ {key}^a: fitted a = {sm:+.2f} (measured), {sp:+.2f} (predicted)")
+    return "\n".join(lines)
+
+
+# Figure 3: random versus orthogonal embeddings.
+
+@experiment("b_embed", "paper B fig. 3: one-hot (d = V + 2) versus random embeddings (d < V)",
+            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
+    V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
+    Ns = _geom(V, 64 * V, {"tiny": 2, "small": 7, "full": 10}[scale])
+    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
+    cfgs = [_b_cfg(V, V + 2, L, N, sd, q=q, kind="onehot") for N in Ns for sd in seeds]
+    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in (V // 4, V // 2, V + 2) for N in Ns
+             for sd in seeds]
+    return sweep("b_embed", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 4: attention-only versus attention + fixed random MLP of width m.
+
+@experiment("b_mlp", "paper B fig. 4: attention-only vs attention + fixed MLP, accuracy vs m d",
+            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
+    if scale == "tiny":
+        V, L, N, ds, ms = 16, 4, 200, [8], [8, 32]
+    elif scale == "small":
+        V, L, N, ds, ms = 64, 8, 4000, [32, 64], [16, 64, 256, 1024]
+    else:
+        V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
+    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
+    cfgs = [_b_cfg(V, d, L, N, sd, q=q, m=m) for d in ds for m in ms for sd in seeds]
+    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in ds for sd in seeds]
+    return sweep("b_mlp", cfgs, run_retrieval_one, out, jobs)
+
+
+# Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
+
+@experiment("b_long", "paper B fig. 5: three steps versus long (Adam) training, accuracy and N*",
+            [("--steps", "positive_int", 150, "full-batch Adam steps"),
+             ("--lr", "positive_float", 0.02, "Adam learning rate")])
+def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
+    V, L = {"tiny": (16, 4), "small": (64, 8), "full": (128, 16)}[scale]
+    ds = {"tiny": [8, 16], "small": [32, 64, 128], "full": [32, 64, 128, 256]}[scale]
+    Ns = _geom(V // 4, 128 * V, {"tiny": 3, "small": 8, "full": 13}[scale])
+    if scale == "tiny":
+        steps = min(steps, 10)
+    cfgs = [_b_cfg(V, d, L, N, seed, q=10.0) for d in ds for N in Ns]
+    # Adam reaches the coverage bound long before 8 V samples; larger N would only cost time
+    cfgs += [_b_cfg(V, d, L, N, seed, method="adam", steps=steps, lr=lr)
+             for d in ds for N in Ns if N <= 8 * V]
+    recs = sweep("b_long", cfgs, run_retrieval_one, out, jobs)
+    print(long_table(recs))
+    return recs
+
+
+def crossing(xs, ys, tau):
+    """First x where y reaches tau, interpolated in log x; None if never."""
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if y0 < tau <= y1:
+            t = (tau - y0) / (y1 - y0)
+            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
+    return float(xs[0]) if len(ys) and ys[0] >= tau else None
+
+
+def long_table(records, taus=(0.3, 0.5)):
+    """N* (accuracy >= tau, interpolated on the N grid) for three steps and for Adam, per d."""
+    import theory
+    lines = ["| d | tau | N* three steps | N* predicted (three steps) | N* Adam | coverage bound N |",
+             "|---|---|---|---|---|---|"]
+    for d in sorted({r["config"]["d"] for r in records}):
+        for tau in taus:
+            row = {}
+            for method in ("three_step", "adam"):
+                rs = sorted([r for r in records if r["config"]["d"] == d
+                             and r["config"]["method"] == method], key=lambda r: r["config"]["N"])
+                ns = crossing([r["config"]["N"] for r in rs],
+                              [r["result"]["accuracy"] for r in rs], tau) if rs else None
+                row[method] = "-" if ns is None else f"{ns:.0f}"
+            c = records[0]["config"]
+            q = next(r["config"]["q"] for r in records if r["config"]["method"] == "three_step")
+            pred = theory.critical_N(c["V"], d, c["L"], q, tau)
+            cov = math.log(1 - tau) / math.log(1 - 1 / c["V"]) - 1     # coverage_bound = tau
+            lines.append(f"| {d} | {tau} | {row['three_step']} | {pred:.0f} | {row['adam']} | "
+                         f"{cov:.0f} |")
+    return "\n".join(lines)
+
+
+# Figure 6: where L enters.
+
+@experiment("b_length", "paper B fig. 6: accuracy and attention on the informative token vs L",
+            [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
+def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
+    V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 6000), "full": (256, 128, 32000)}[scale]
+    Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
+          "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
+    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
+    cfgs = [_b_cfg(V, d, L, N, sd, q=qq) for qq in (q, 2 * q) for L in Ls for sd in seeds]
+    return sweep("b_length", cfgs, run_retrieval_one, out, jobs)
+
+
+# Each noise term against simulation: the three-step memory is split by the parts of the pooled
+# vectors, phi = p (e_x + z_trig) + nu, and the variance over wrong labels of each part's logits
+# is compared with the matching term of theory.retrieval_noise_terms (typical token).
+
+def _pooled_parts(fixed, tokens, pos, a):
+    """phi = p e_x + p z_trig + nu, as three (N, d) arrays; a (N, L) is the attention."""
+    E, z = fixed["E"], fixed["z_trig"]
+    N, L = tokens.shape
+    rows = np.arange(N)
+    p = a[rows, pos]                                                  # (N,)
+    nu = np.zeros((N, E.shape[1]))
+    for i in range(L):
+        w = np.where(pos == i, 0.0, a[:, i])
+        nu += w[:, None] * E[tokens[:, i]]                            # (N, d)
+    return p[:, None] * E[tokens[rows, pos]], p[:, None] * z[None, :], nu
+
+
+def run_terms_one(cfg):
+    """Measured variance / S^2 of the logit parts of the three-step model (attention only):
+    'e_e' test token & distractors x train tokens (theory: overlap + crosstalk), 'z_ze' test
+    trigger x train token + trigger (mean bias), 'x_nu' anything x train distractors (distractor);
+    sigma2 of the whole logit, and the theory's terms at the typical token."""
+    import theory
+    rng = np.random.default_rng(cfg["seed"])
+    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng)
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)
+    tt, tp, ty = rc.sample_retrieval(task, cfg["n_test"], rng)
+    params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"])
+    a_tr = rc.retrieval_forward(params, fixed, (tokens, pos))[1][2]   # (N, L)
+    a_te = rc.retrieval_forward(params, fixed, (tt, tp))[1][2]        # (n, L)
+    Re, Rz, Rnu = _pooled_parts(fixed, tokens, pos, a_tr)
+    Te, Tz, Tnu = _pooled_parts(fixed, tt, tp, a_te)
+    U = fixed["U"]
+    R = U[labels] - U.mean(0)                                         # (N, d) r_n
+    logit = lambda T, Rp: (T @ (Rp.T @ R)) @ U.T                      # (n, V)
+    n = len(ty)
+    rows = np.arange(n)
+    wrong = np.ones((n, cfg["V"]), bool)
+    wrong[rows, ty] = False
+    def var_wrong(x):
+        return float(np.mean(x[wrong].reshape(n, -1).var(1)))
+    full = logit(Te + Tz + Tnu, Re + Rz + Rnu)
+    S = float(np.mean(full[rows, ty] - full[wrong].reshape(n, -1).mean(1)))
+    parts = {"e_e": logit(Te + Tnu, Re), "z_ze": logit(Tz, Rz + Re), "x_nu": logit(Te + Tz + Tnu, Rnu)}
+    out = {k: var_wrong(x) / S ** 2 for k, x in parts.items()}
+    out["sigma2"] = var_wrong(full) / S ** 2
+    out["accuracy"] = float((full.argmax(1) == ty).mean())
+    out["attention"] = float(a_te[rows, tp].mean())
+    z2 = float(fixed["z_trig"] @ fixed["z_trig"])
+    acc, T = theory.retrieval_accuracy(cfg["V"], cfg["N"], cfg["d"], cfg["L"], cfg["q"], z2=z2,
+                                       terms=True)
+    out["theory"] = {k: float(v) for k, v in T.items()}
+    out["theory_accuracy"] = float(acc)
+    return out
+
+
+TERMS_GRID = [(128, 64, 8, 4000, 10.0), (256, 128, 8, 8000, 10.0), (128, 64, 32, 4000, 4.0),
+              (128, 128, 16, 8000, 5.0), (128, 64, 128, 8000, 10.0)]
+
+
+@experiment("b_terms", "paper B: each noise term of the accuracy formula against simulation (table)")
+def run_b_terms(out=RESULTS, scale="small", jobs=1, seed=0):
+    grid = TERMS_GRID if scale != "tiny" else [(16, 16, 4, 200, 5.0)]
+    n_test = 200 if scale == "tiny" else 1000
+    cfgs = [{"V": V, "d": d, "L": L, "N": N, "q": q, "seed": seed, "eta": 1e-3, "n_test": n_test}
+            for V, d, L, N, q in grid]
+    recs = sweep("b_terms", cfgs, run_terms_one, out, jobs)
+    print(terms_table(recs))
+    return recs
+
+
+def terms_table(records):
+    lines = ["| V | d | L | N | q | attention | e.e measured | overlap + crosstalk | "
+             "z.(z+e) measured | mean bias | x.nu measured | distractor | sigma^2 measured | "
+             "sigma^2 predicted |", "|" + "---|" * 14]
+    for r in records:
+        c, m, t = r["config"], r["result"], r["result"]["theory"]
+        lines.append(f"| {c['V']} | {c['d']} | {c['L']} | {c['N']} | {c['q']:g} | "
+                     f"{m['attention']:.2f} | {m['e_e']:.3f} | {t['overlap'] + t['crosstalk']:.3f} | "
+                     f"{m['z_ze']:.3f} | {t['mean_bias']:.3f} | {m['x_nu']:.4f} | "
+                     f"{t['distractor']:.4f} | {m['sigma2']:.3f} | {sum(t.values()):.3f} |")
+    return "\n".join(lines)
+
 
 # ----------------------------------------------------------------------------- command line
 
