@@ -148,6 +148,36 @@ def straightforward_retrieval_grads(params, fixed, tokens, pos, labels):
     return loss, {"WKQ": np.outer(dw, ze), "WV": dWV}
 
 
+def straightforward_three_step(fixed, tokens, pos, labels, eta, gamma):
+    """The paper's three full-batch steps with the straightforward gradients above."""
+    d = fixed["E"].shape[1]
+    vdim = d if "W_mlp" not in fixed else fixed["W_mlp"].shape[1]
+    zero = {"WKQ": np.zeros((d, d)), "WV": np.zeros((vdim, d))}
+    WV1 = -eta * straightforward_retrieval_grads(zero, fixed, tokens, pos, labels)[1]["WV"]
+    g1 = straightforward_retrieval_grads({"WKQ": zero["WKQ"], "WV": WV1}, fixed, tokens, pos, labels)[1]
+    WKQ1 = -gamma * g1["WKQ"]
+    g2 = straightforward_retrieval_grads({"WKQ": WKQ1, "WV": WV1}, fixed, tokens, pos, labels)[1]
+    return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
+
+
+def bench_three_step(V, d, L, N):
+    """float64, as train.three_step computes in float64 (eta is tiny)."""
+    rng = np.random.default_rng(0)
+    task = rc.make_retrieval(V, d, L, rng)
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, N, rng)
+    eta, gamma = 1e-3, 1e3
+    p1 = train.three_step(fixed, tokens, pos, labels, eta, gamma=gamma)
+    p2 = straightforward_three_step(fixed, tokens, pos, labels, eta, gamma)
+    worst = max(np.abs(p1[k] - p2[k]).max() / (np.abs(p2[k]).max() + 1e-30) for k in p1)
+    assert worst < 1e-8, f"implementations disagree: {worst:.1e}"
+    t_ours = timeit(lambda: train.three_step(fixed, tokens, pos, labels, eta, gamma=gamma),
+                    repeat=3, min_time=0.5)
+    t_naive = timeit(lambda: straightforward_three_step(fixed, tokens, pos, labels, eta, gamma),
+                     repeat=3, min_time=0.5)
+    return t_ours, t_naive
+
+
 def project_retrieval_grads(params, fixed, tokens, pos, labels):
     logits, cache = rc.retrieval_forward(params, fixed, (tokens, pos))
     loss, dlogits = rc.cross_entropy(logits, labels)
@@ -206,6 +236,13 @@ def main(argv=None):
         [(256, 64, 16, 20000), (1024, 128, 32, 20000), (256, 64, 64, 20000)]
     for V, d, L, N in sizes:
         t, tn = bench_retrieval(V, d, L, N, dtype)
+        print(f"{V:>5} {d:>4} {L:>3} {N:>6} {1e3 * t:9.1f} {1e3 * tn:9.1f} {tn / t:8.1f}x")
+    print("\nthree-step algorithm (train.three_step, float64), attention only")
+    print(f"{'V':>5} {'d':>4} {'L':>3} {'N':>6} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9}")
+    sizes = [(128, 32, 16, 4000)] if args.quick else \
+        [(128, 32, 16, 4000), (256, 64, 16, 20000), (256, 64, 64, 20000)]
+    for V, d, L, N in sizes:
+        t, tn = bench_three_step(V, d, L, N)
         print(f"{V:>5} {d:>4} {L:>3} {N:>6} {1e3 * t:9.1f} {1e3 * tn:9.1f} {tn / t:8.1f}x")
     if not args.quick:
         r = threads_ratio()
