@@ -10,7 +10,7 @@ PLOT = $(PY) plots.py
 
 CORE_FIGURES = fig5
 
-PAPER_A_FIGURES =
+PAPER_A_FIGURES = linear mlp facts tradeoff
 
 PAPER_B_FIGURES =
 
@@ -31,6 +31,25 @@ fig5: .venv/ready
 	$(PLOT) fig5
 
 # ----------------------------------------------------------------------------- paper A targets
+# One BLAS thread per process: with JOBS processes on few cores, multithreaded BLAS made the
+# linear-memory sweep 10x slower (measured: 110 s instead of 10 s).
+ONE_THREAD = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+linear: .venv/ready
+	$(ONE_THREAD) $(RUN) linear --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) linear
+
+mlp: .venv/ready
+	$(ONE_THREAD) $(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) mlp
+
+facts: .venv/ready
+	$(ONE_THREAD) $(RUN) facts --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) facts
+
+tradeoff: .venv/ready
+	$(ONE_THREAD) $(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) tradeoff
 
 
 # ----------------------------------------------------------------------------- paper B targets

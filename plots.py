@@ -84,6 +84,66 @@ def fig5_stages(curve, n_answers, D):
 
 # ----------------------------------------------------------------------------- paper A, capacity figures
 
+import json              # noqa: E402
+
+from train import FITS   # noqa: E402  (fitted constants, computed from the records)
+
+
+def _by(records, key):
+    """Group records by config[key]: sorted keys and, per key, the list of results."""
+    groups = {}
+    for r in records:
+        groups.setdefault(r["config"][key], []).append(r["result"])
+    return sorted(groups), groups
+
+
+def _band(ax, x, results, key, color, label):
+    """Mean over seeds with a min-max band; returns the plotted (x, mean) for the tests."""
+    vals = [[res[key] for res in rs] for rs in results]
+    mean = np.array([np.mean(v) for v in vals])
+    ax.fill_between(x, [min(v) for v in vals], [max(v) for v in vals], color=color, alpha=0.2, lw=0)
+    ax.plot(x, mean, "o-", color=color, ms=3, label=label)
+    return list(map(float, x)), mean.tolist()
+
+
+def _save_with_data(fig, path, data):
+    """Save the figure, and next to it (same name, .json) the numbers it plots and the fits,
+    so tests and the README can check what the figure shows."""
+    json_path = os.path.splitext(path)[0] + ".json"
+    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
+    with open(json_path, "w") as f:
+        json.dump(data, f, indent=1)
+    return _save(fig, path)
+
+
+@figure("linear")
+def plot_linear(results=RESULTS, path="figures/linear.png"):
+    """N vs d^2 for the trained (99%, 100%) and Hebbian memories, with the theory lines."""
+    recs = _need(load_records(results, "linear"), "linear", results)
+    ds, groups = _by(recs, "d")
+    fits = FITS["linear"](recs)
+    x = np.array(ds, float) ** 2
+    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    plotted = {}
+    for key, color, label in [("cap99", "C0", "trained, 99%"), ("cap100", "C2", "trained, 100%"),
+                              ("hebb100", "C3", r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
+        c = fits.get(key, {}).get("c", float("nan"))
+        plotted[key] = _band(ax, x, [groups[d] for d in ds], key, color,
+                             f"{label} (fit $c$={c:.2f})")
+    dd = np.geomspace(min(ds), max(ds), 50)
+    for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2\,N\ln N$ (sharp top-1)"),
+                            (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
+        ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
+    ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
+            label=r"counting bound $N\log_2 N = 2d^2$ bits")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"parameters $d^2$")
+    ax.set_ylabel(r"capacity $N$ (associations)")
+    ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection", fontsize=9)
+    ax.legend(fontsize=7)
+    return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+
 
 # ----------------------------------------------------------------------------- paper B figures
 

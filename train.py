@@ -259,6 +259,128 @@ def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192):
 
 
 # ----------------------------------------------------------------------------- paper A, capacity experiments
+#
+# Each config is one capacity search (one d, one seed, ...).  A trial at size N draws its own
+# embeddings from default_rng([seed, d, N, ...]), so whether N succeeds does not depend on the
+# path the bisection took, and a trial can be memoised and shared by several criteria.
+
+import theory   # noqa: E402  (reference brackets for the small scale)
+
+LINEAR_D_FULL = [8, 11, 16, 22, 32, 45, 64, 90, 128, 181, 256]
+LINEAR_D_SMALL = [8, 11, 16, 22, 32]
+
+
+def linear_memory_trial(N, d, seed, lr, steps):
+    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (PAPERS A1).
+
+    Trains until every item is recalled or `steps` run out.  Returns the first step with
+    accuracy >= 0.99 and with accuracy = 1 (None if never), and the best accuracy seen.
+    """
+    rng = np.random.default_rng([seed, d, N])
+    fixed = {"E": rc.embeddings(N, d, rng, "sphere"), "U": rc.embeddings(N, d, rng, "sphere")}
+    x = np.arange(N)                                               # (N,)  item i -> class i
+    params = {"W": np.zeros((d, d))}                               # [ours] zero init
+    state = adam_init(params)
+    first99 = first100 = None
+    best = 0.0
+    for step in range(steps + 1):
+        logits, cache = rc.linear_memory_forward(params, fixed, x)   # (N, N)
+        acc = rc.accuracy(logits, x)
+        best = max(best, acc)
+        if acc >= 0.99 and first99 is None:
+            first99 = step
+        if acc == 1.0:
+            first100 = step
+            break
+        if step == steps:
+            break
+        _, dlogits = rc.cross_entropy(logits, x)
+        adam_step(params, rc.linear_memory_backward(dlogits, cache), state, lr)
+    if not np.isfinite(params["W"]).all():
+        raise FloatingPointError(f"linear memory diverged at N={N}, d={d}, lr={lr}")
+    return {"N": N, "first99": first99, "first100": first100, "best": best, "steps": step}
+
+
+def hebbian_accuracy(N, d, seed):
+    """Accuracy of the untrained memory W = sum_i e_i u_i^T = E^T U on the same draw as the trial."""
+    rng = np.random.default_rng([seed, d, N])
+    E, U = rc.embeddings(N, d, rng, "sphere"), rc.embeddings(N, d, rng, "sphere")
+    logits = (E @ (E.T @ U)) @ U.T                                 # (N, N)  E W U^T, W = E^T U
+    return rc.accuracy(logits, np.arange(N))
+
+
+def run_linear_one(cfg):
+    """Capacity of one d x d linear memory: trained (99% and 100% criteria) and Hebbian."""
+    d, seed = cfg["d"], cfg["seed"]
+    memo = {}
+
+    def trial(N):
+        if N not in memo:
+            memo[N] = linear_memory_trial(N, d, seed, cfg["lr"], cfg["steps"])
+        return memo[N]
+
+    lo, hi = cfg["lo"], cfg["hi"]
+    cap99 = bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
+    # the 100% criterion is stricter on the same draw, so its capacity is at most cap99
+    cap100 = bisect_capacity(lambda N: trial(N)["first100"] is not None, lo, cap99, cfg["ratio"])
+    heb = {}
+    hacc = lambda N: heb.setdefault(N, hebbian_accuracy(N, d, seed))   # noqa: E731
+    h_hi = max(3, d * d // 2)
+    hebb99 = bisect_capacity(lambda N: hacc(N) >= 0.99, 2, h_hi, cfg["ratio"])
+    hebb100 = bisect_capacity(lambda N: hacc(N) == 1.0, 2, hebb99, cfg["ratio"])
+    return {"cap99": cap99, "cap100": cap100, "hebb99": hebb99, "hebb100": hebb100,
+            "lo_fails": trial(lo)["first99"] is None, "hi_succeeds": trial(hi)["first99"] is not None,
+            "trials": [memo[N] for N in sorted(memo)],
+            "hebbian_trials": [[N, heb[N]] for N in sorted(heb)]}
+
+
+def linear_configs(scale, seed):
+    """full: PAPERS A1 (d grid, 5 seeds, Adam lr 1000, 4096 steps, bracket [d, d^2/2], ratio 1.01).
+    small: d <= 32, 3 seeds, 1024 steps, ratio 1.03, and the bracket [N(c=4), N(c=0.8)] from
+    d^2 = c N ln N (our data put the capacity near c = 1.3, well inside)."""
+    full = scale == "full"
+    out = []
+    for d in (LINEAR_D_FULL if full else LINEAR_D_SMALL):
+        for s in range(seed, seed + (5 if full else 3)):
+            if full:
+                lo, hi = d, d * d // 2
+            else:
+                lo = max(2, int(theory.linear_capacity_N(d, 4.0)))
+                hi = min(d * d // 2, int(theory.linear_capacity_N(d, 0.8)) + 1)
+            out.append({"d": d, "seed": s, "lr": 1000.0, "steps": 4096 if full else 1024,
+                        "ratio": 1.01 if full else 1.03, "lo": lo, "hi": hi})
+    return out
+
+
+@experiment("linear", "paper A Fig. 1 left: linear associative memory capacity, trained and Hebbian")
+def run_linear(out=RESULTS, scale="small", jobs=1, seed=0):
+    recs = sweep("linear", linear_configs(scale, seed), run_linear_one, out, jobs)
+    print_fits("linear", recs)
+    return recs
+
+
+# Fitted constants: one function shared by the runner (prints) and plots.py (annotates).
+
+def linear_fits(records):
+    """c in d^2 = c N ln N for each curve (geometric mean over all (d, seed) points), and the
+    bits per parameter it implies."""
+    out = {}
+    for key in ("cap99", "cap100", "hebb99", "hebb100"):
+        pts = [(r["result"][key], r["config"]["d"]) for r in records if r["result"][key] > 1]
+        if pts:
+            N = np.array([p[0] for p in pts], float)
+            d = np.array([p[1] for p in pts], float)
+            c = theory.fit_constant(N * np.log(N), d * d)
+            out[key] = {"c": c, "bits_per_param": theory.bits_per_param_linear(c)}
+    return out
+
+
+FITS = {"linear": linear_fits}
+
+
+def print_fits(name, records):
+    for key, v in FITS[name](records).items():
+        print(f"{name} {key}: " + ", ".join(f"{k} = {x:.3g}" for k, x in v.items()))
 
 
 # ----------------------------------------------------------------------------- paper B, token retrieval
