@@ -135,13 +135,51 @@ def plot_linear(results=RESULTS, path="figures/linear.png"):
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
-            label=r"counting bound $N\log_2 N = 2d^2$ bits")
+            label=r"2 bits per parameter (Gardner): $N\log_2 N = 2d^2$")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"parameters $d^2$")
     ax.set_ylabel(r"capacity $N$ (associations)")
     ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection", fontsize=9)
     ax.legend(fontsize=7)
+    return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+
+
+@figure("mlp")
+def plot_mlp(results=RESULTS, path="figures/mlp.png"):
+    """N vs m d for both output regimes, one colour per alpha = m/d, with the authors' lines."""
+    recs = _need(load_records(results, "mlp"), "mlp", results)
+    fits = FITS["mlp"](recs)
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
+    plotted = {}
+    for ax, regime in zip(axes, ("M=N", "M=32")):
+        rs = [r for r in recs if r["config"]["regime"] == regime]
+        for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
+            sub = [r for r in rs if r["config"]["alpha"] == alpha]
+            mds, groups = _by([{"config": {"md": r["result"]["md"]}, "result": r["result"]}
+                               for r in sub], "md")
+            plotted[f"{regime} alpha={alpha}"] = _band(ax, np.array(mds, float),
+                                                       [groups[v] for v in mds], "cap99",
+                                                       f"C{i}", rf"$m = {alpha}\,d$")
+        if not rs:
+            continue
+        md_all = [r["result"]["md"] for r in rs]
+        xx = np.geomspace(min(md_all), max(md_all), 50)
+        ref = ("$m d = 0.35\\,N\\ln N$" if regime == "M=N" else "$m d = 1.2\\,N$")
+        ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
+                label=f"{ref} (authors)")
+        M = None if regime == "M=N" else 32
+        ax.plot(xx, [theory.counting_bound_N(2 * v, M) for v in xx], "-", color="gray", lw=1,
+                label=r"2 bits per parameter (Gardner), params $= 2md$")
+        f = fits.get(regime, {})
+        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit $c$ = {f.get('c', float('nan')):.2f}, "
+                     f"{f.get('bits_per_param', float('nan')):.2f} bits/param", fontsize=9)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(r"$m \cdot d$")
+        ax.set_ylabel(r"capacity $N$ (99% recalled)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 

@@ -383,6 +383,112 @@ def print_fits(name, records):
         print(f"{name} {key}: " + ", ".join(f"{k} = {x:.3g}" for k, x in v.items()))
 
 
+MLP_D_FULL = [8, 11, 16, 22, 32, 45, 64, 90]
+MLP_ALPHAS = [1, 2, 4, 8]
+
+
+def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
+    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (PAPERS A2).
+
+    M = None: N classes, f(i) = i;  M = 32: f(i) = (i M) // N.  Init variance 1/fan_in.
+    Stops at accuracy >= 0.99, after `steps`, or (if patience is set, [ours]) once the best
+    accuracy has not improved for `patience` steps.  Returns the success step (or None).
+    """
+    rng = np.random.default_rng([seed, d, m, M or 0, N])
+    n_classes = N if M is None else M
+    fixed = {"E": rc.embeddings(N, d, rng, "sphere"),
+             "U": rc.embeddings(n_classes, d, rng, "sphere")}
+    x = np.arange(N)                                               # (N,)
+    y = x if M is None else (x * M) // N                           # (N,)
+    params = {"W1": rng.standard_normal((d, m)) / np.sqrt(d), "b1": np.zeros(m),
+              "W2": rng.standard_normal((m, d)) / np.sqrt(m)}
+    state = adam_init(params)
+    best, best_step, first99 = 0.0, 0, None
+    for step in range(steps + 1):
+        logits, cache = rc.mlp_memory_forward(params, fixed, x)     # (N, n_classes)
+        acc = rc.accuracy(logits, y)
+        if acc > best:
+            best, best_step = acc, step
+        if acc >= 0.99:
+            first99 = step
+            break
+        if step == steps or (patience and step - best_step >= patience):
+            break
+        _, dlogits = rc.cross_entropy(logits, y)
+        adam_step(params, rc.mlp_memory_backward(dlogits, cache), state, lr)
+    return {"N": N, "first99": first99, "best": best, "steps": step}
+
+
+def run_mlp_one(cfg):
+    """Capacity (99% criterion) of one MLP memory of width m = alpha d."""
+    d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
+    memo = {}
+
+    def succeeds(N):
+        if N not in memo:
+            memo[N] = mlp_memory_trial(N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"],
+                                       cfg["patience"])
+        return memo[N]["first99"] is not None
+
+    cap = bisect_capacity(succeeds, cfg["lo"], cfg["hi"], cfg["ratio"])
+    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cfg["lo"]),
+            "hi_succeeds": succeeds(cfg["hi"]), "trials": [memo[N] for N in sorted(memo)]}
+
+
+def mlp_configs(scale, seed):
+    """full: PAPERS A2 (d up to 90, alpha in {1,2,4,8}, lr 0.03, 32768 steps, bracket [d, m d],
+    ratio 1.01, 5 seeds).  small: d in {8, 11, 16} with m d <= 1024, one seed, 2048 steps,
+    patience 256, ratio 1.1, and the bracket [Nref/2, 2 Nref] around the authors' line."""
+    full = scale == "full"
+    out = []
+    for M in (None, 32):
+        regime = "M=N" if M is None else "M=32"
+        for d in (MLP_D_FULL if full else [8, 11, 16]):
+            for alpha in MLP_ALPHAS:
+                md = alpha * d * d
+                if not full and md > 1024:
+                    continue
+                if full:
+                    lo, hi = d, md
+                else:
+                    ref = theory.mlp_reference_N(md, regime)
+                    lo, hi = max(2, int(ref / 2)), int(2 * ref) + 1
+                for s in range(seed, seed + (5 if full else 1)):
+                    out.append({"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s,
+                                "lr": 0.03, "steps": 32768 if full else 2048,
+                                "patience": None if full else 256,
+                                "ratio": 1.01 if full else 1.1, "lo": lo, "hi": hi})
+    return sorted(out, key=lambda c: -c["alpha"] * c["d"] ** 2)   # biggest first: better packing
+
+
+@experiment("mlp", "paper A Fig. 1 right / Fig. 6: MLP associative memory capacity")
+def run_mlp(out=RESULTS, scale="small", jobs=1, seed=0):
+    recs = sweep("mlp", mlp_configs(scale, seed), run_mlp_one, out, jobs)
+    print_fits("mlp", recs)
+    return recs
+
+
+def mlp_fits(records):
+    """Per regime: c of the authors' form (m d = c N ln N for M = N, m d = c N for M = 32), the
+    bits per parameter it implies (params = 2 m d), and the log-log slope of N against m d."""
+    out = {}
+    for regime in ("M=N", "M=32"):
+        rs = [r for r in records if r["config"]["regime"] == regime and r["result"]["cap99"] > 1]
+        if len(rs) < 2:
+            continue
+        N = np.array([r["result"]["cap99"] for r in rs], float)
+        md = np.array([r["result"]["md"] for r in rs], float)
+        x = N * np.log(N) if regime == "M=N" else N
+        c = theory.fit_constant(x, md)
+        slope = float(np.polyfit(np.log(md), np.log(N), 1)[0])
+        out[regime] = {"c": c, "bits_per_param": theory.bits_per_param_mlp(c, regime),
+                       "loglog_slope": slope}
+    return out
+
+
+FITS["mlp"] = mlp_fits
+
+
 # ----------------------------------------------------------------------------- paper B, token retrieval
 
 
