@@ -86,6 +86,7 @@ def fig5_stages(curve, n_answers, D):
 
 import json              # noqa: E402
 
+import train             # noqa: E402
 from train import FITS   # noqa: E402  (fitted constants, computed from the records)
 
 
@@ -181,6 +182,97 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
         ax.legend(fontsize=7)
     fig.tight_layout()
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+
+
+@figure("facts")
+def plot_facts(results=RESULTS, path="figures/facts.png"):
+    """Facts stored vs parameters 4 H dh d + 2 m d, both criteria, with the authors' line and
+    the 2-bits-per-parameter information line S R log2 D = 2 params."""
+    recs = _need(load_records(results, "facts"), "facts", results)
+    fits = FITS["facts"](recs)
+    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    plotted = {}
+    for key, color, marker, label in [("facts_fresh99", "C0", "o", r"$\geq 99\%$ on fresh prompts (paper)"),
+                                      ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
+        P = [r["result"]["params"] for r in recs]
+        F = [r["result"][key] for r in recs]
+        k = fits.get(key, {}).get("facts_per_param", float("nan"))
+        ax.scatter(P, F, color=color, marker=marker, s=30, label=f"{label}: {k:.3f} facts/param")
+        plotted[key] = [list(map(float, P)), list(map(float, F))]
+    bad = [r for r in recs if r["result"]["lo_fails"] or r["result"]["hi_succeeds"]]
+    if bad:   # the bracket did not contain the capacity: the point is a bound, not a value
+        ax.scatter([r["result"]["params"] for r in bad], [r["result"]["facts_fresh99"] for r in bad],
+                   facecolors="none", edgecolors="k", s=90, label="bracket edge (a bound only)")
+    for r in recs:
+        c = r["config"]
+        ax.annotate(f"d={c['d']},a={c['a']},b={c['b']}", (r["result"]["params"], r["result"]["facts_fresh99"]),
+                    fontsize=6, xytext=(3, -8), textcoords="offset points")
+    pp = np.geomspace(min(P) / 1.5, max(P) * 1.5, 20)
+    ax.plot(pp, [theory.facts_reference(v) for v in pp], "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
+    D = recs[0]["config"]["D"]
+    ax.plot(pp, [theory.facts_information_bound(v, D) for v in pp], "-", color="gray", lw=1,
+            label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"parameters $4Hd_hd + 2md$")
+    ax.set_ylabel(r"facts stored $S\cdot R$")
+    ax.set_title(f"One-layer transformer, $H$={recs[0]['config']['H']}, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+
+
+def _edges(v):
+    """Cell edges for values on a geometric grid (geometric midpoints, extended at the ends)."""
+    v = np.asarray(sorted(v), float)
+    r = v[1] / v[0] if len(v) > 1 else 2.0
+    mid = np.sqrt(v[1:] * v[:-1])
+    return np.concatenate([[v[0] / np.sqrt(r)], mid, [v[-1] * np.sqrt(v[-1] / v[-2] if len(v) > 1 else r)]])
+
+
+@figure("tradeoff")
+def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
+    """Accuracy over (attention params d dh H, MLP params d m) at a fixed fact table, the
+    frontier read off the cells, and the authors' frontier and lines scaled to our facts."""
+    recs = _need(load_records(results, "tradeoff"), "tradeoff", results)
+    attn = sorted({r["result"]["attn_params"] for r in recs})
+    mlp = sorted({r["result"]["mlp_params"] for r in recs})
+    acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
+    for r in recs:
+        res = r["result"]
+        acc[mlp.index(res["mlp_params"]), attn.index(res["attn_params"])] = res["fresh_acc"]
+    facts = recs[0]["result"]["facts"]
+    cfg = recs[0]["config"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    mesh = ax.pcolormesh(_edges(attn), _edges(mlp), acc, cmap="viridis", vmin=0, vmax=1)
+    fig.colorbar(mesh, ax=ax, label="accuracy on fresh prompts")
+    for i, m in enumerate(mlp):
+        for j, a in enumerate(attn):
+            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                    color="w" if acc[i, j] < 0.6 else "k")
+    front = train.tradeoff_frontier(recs)
+    fa = [a for a, m in front if m is not None]
+    fm = [m for a, m in front if m is not None]
+    ax.plot(fa, fm, "o-", color="C3", lw=2, label=r"measured frontier (first cell $\geq 99\%$)")
+    aa = np.geomspace(_edges(attn)[0], _edges(attn)[-1], 100)
+    ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "w--", lw=1,
+            label="authors' frontier, scaled to our facts")
+    ax.axvline(theory.attention_params_for_facts(facts), color="C1", ls=":", lw=1.5,
+               label=r"attention params $\propto$ facts ($4.5\times$)")
+    ax.axhline(theory.mlp_params_for_facts(facts), color="C6", ls=":", lw=1.5,
+               label=r"MLP params $\propto$ facts ($1.6\times$)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(_edges(attn)[0], _edges(attn)[-1])
+    ax.set_ylim(_edges(mlp)[0], _edges(mlp)[-1])
+    ax.set_xlabel(r"attention parameters $d\,d_h H$")
+    ax.set_ylabel(r"MLP parameters $d\,m$")
+    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$",
+                 fontsize=9)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    return _save_with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
+                                                   "frontier": front},
+                                       "fits": train.tradeoff_fits(recs)})
 
 
 # ----------------------------------------------------------------------------- paper B figures
