@@ -212,8 +212,14 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
     D = recs[0]["config"]["D"]
     ax.plot(pp, [theory.facts_information_bound(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
+    f = fits.get("facts_fresh99", {})
+    if f:
+        ax.plot(pp, f["facts_per_param"] * pp, "--", color="C0", lw=1,
+                label=f"fit: facts = {f['facts_per_param']:.3f} params "
+                      f"({f['bits_per_param']:.2f} bits/param; log-log slope {f['loglog_slope']:.2f})")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(r"parameters $4Hd_hd + 2md$")
     ax.set_ylabel(r"facts stored $S\cdot R$")
     ax.set_title(f"One-layer transformer, $H$={recs[0]['config']['H']}, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}",
