@@ -90,6 +90,20 @@ import train             # noqa: E402
 from train import FITS   # noqa: E402  (fitted constants, computed from the records)
 
 
+def _one_scale(records, configs=None):
+    """The records of one scale only, so a partial full-scale run never mixes with the
+    default one: "full" if any full-scale record exists, else the rest.  With configs (a
+    train.<x>_configs function), also drop stale records whose config the current code no
+    longer builds (e.g. after a grid change), for any base seed present."""
+    full = [r for r in records if r["config"].get("scale") == "full"]
+    recs = full or [r for r in records if r["config"].get("scale") != "full"]
+    if configs is not None and recs and "scale" in recs[0]["config"]:
+        scale = recs[0]["config"]["scale"]
+        current = [c for b in {r["config"]["seed"] for r in recs} for c in configs(scale, b)]
+        recs = [r for r in recs if r["config"] in current] or recs
+    return recs
+
+
 def _by(records, key):
     """Group records by config[key]: sorted keys and, per key, the list of results."""
     groups = {}
@@ -120,7 +134,8 @@ def _save_with_data(fig, path, data):
 @figure("linear")
 def plot_linear(results=RESULTS, path="figures/linear.png"):
     """N vs d^2 for the trained (99%, 100%) and Hebbian memories, with the theory lines."""
-    recs = _need(load_records(results, "linear"), "linear", results)
+    recs = _one_scale(_need(load_records(results, "linear"), "linear", results),
+                      train.linear_configs)
     ds, groups = _by(recs, "d")
     fits = FITS["linear"](recs)
     x = np.array(ds, float) ** 2
@@ -149,7 +164,8 @@ def plot_linear(results=RESULTS, path="figures/linear.png"):
 @figure("mlp")
 def plot_mlp(results=RESULTS, path="figures/mlp.png"):
     """N vs m d for both output regimes, one colour per alpha = m/d, with the authors' lines."""
-    recs = _need(load_records(results, "mlp"), "mlp", results)
+    recs = _one_scale(_need(load_records(results, "mlp"), "mlp", results),
+                      train.mlp_configs)
     fits = FITS["mlp"](recs)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
     plotted = {}
@@ -188,7 +204,8 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
 def plot_facts(results=RESULTS, path="figures/facts.png"):
     """Facts stored vs parameters 4 H dh d + 2 m d, both criteria, with the authors' line and
     the 2-bits-per-parameter information line S R log2 D = 2 params."""
-    recs = _need(load_records(results, "facts"), "facts", results)
+    recs = _one_scale(_need(load_records(results, "facts"), "facts", results),
+                      train.facts_configs)
     fits = FITS["facts"](recs)
     fig, ax = plt.subplots(figsize=(6.0, 4.4))
     plotted = {}
@@ -240,7 +257,8 @@ def _edges(v):
 def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
     """Accuracy over (attention params d dh H, MLP params d m) at a fixed fact table, the
     frontier read off the cells, and the authors' frontier and lines scaled to our facts."""
-    recs = _need(load_records(results, "tradeoff"), "tradeoff", results)
+    recs = _one_scale(_need(load_records(results, "tradeoff"), "tradeoff", results),
+                      train.tradeoff_configs)
     attn = sorted({r["result"]["attn_params"] for r in recs})
     mlp = sorted({r["result"]["mlp_params"] for r in recs})
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
