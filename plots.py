@@ -279,7 +279,7 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
     fm = [m for a, m in front if m is not None]
     ax.plot(fa, fm, "o-", color="C3", lw=2, label=r"measured frontier (first cell $\geq 99\%$)")
     aa = np.geomspace(_edges(attn)[0], _edges(attn)[-1], 100)
-    ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "w--", lw=1,
+    ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1.2,
             label="authors' frontier, scaled to our facts")
     ax.axvline(theory.attention_params_for_facts(facts), color="C1", ls=":", lw=1.5,
                label=r"attention params $\propto$ facts ($4.5\times$)")
@@ -289,6 +289,8 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
     ax.set_yscale("log")
     ax.set_xlim(_edges(attn)[0], _edges(attn)[-1])
     ax.set_ylim(_edges(mlp)[0], _edges(mlp)[-1])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(r"attention parameters $d\,d_h H$")
     ax.set_ylabel(r"MLP parameters $d\,m$")
     ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$",

@@ -160,4 +160,13 @@ def test_tradeoff_frontier_and_tiny_run(tmp_path):
         assert shown["acc"][i][j] == res["fresh_acc"]
 
 
+def test_plots_use_one_scale_and_drop_stale_records():
+    cur = train.linear_configs("small", 0)[:2]
+    stale = dict(cur[0], steps=7)                         # a config the code no longer builds
+    full = train.linear_configs("full", 0)[0]
+    recs = [{"config": c} for c in cur + [stale]]
+    assert [r["config"] for r in plots._one_scale(recs, train.linear_configs)] == cur
+    assert [r["config"] for r in plots._one_scale(recs + [{"config": full}])] == [full]
+
+
 # ----------------------------------------------------------------------------- paper B experiments
