@@ -39,6 +39,9 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.mlp_reference_N(35 * math.log(100), "M=N") == pytest.approx(100.0)
     with pytest.raises(ValueError):
         theory.mlp_reference_md(10, "M=7")
+    assert theory.linear_memory_params(32) == 1024
+    assert theory.mlp_memory_params(8, 16) == 2 * 8 * 16 + 16                    # W1, b1, W2
+    assert theory.mlp_memory_params(8, 16, bias=False) == 256
     assert theory.bits_per_param(8, 4, 16) == pytest.approx(1.0)                   # 8 * 2 / 16
     assert theory.counting_bound_N(1024) == pytest.approx(256.0)                   # 256 log2 256 = 2048
     assert theory.counting_bound_N(60, M=8) == pytest.approx(40.0)                 # 2 * 60 / 3

@@ -37,6 +37,17 @@ C_AUTHORS_FACTS = 0.15    # [paper A figure] facts = 0.15 params, one-layer tran
 GARDNER_BITS = 2.0        # [Gardner 1988] at most 2 bits per weight for random dichotomies
 
 
+def linear_memory_params(d):
+    """[paper A] Parameters of the linear memory E[x] W U^T: W is d x d."""
+    return d * d
+
+
+def mlp_memory_params(d, m, bias=True):
+    """[paper A] Parameters of the MLP memory: W1 (d x m), b1 (m), W2 (m x d).  The authors'
+    x-axis is m d and their bits-per-parameter figures use 2 m d (bias=False)."""
+    return 2 * m * d + (m if bias else 0)
+
+
 def solve_n_log_n(y):
     """[ours] The N >= 1 with N ln N = y (y >= 0), by Newton's method on f(N) = N ln N - y."""
     if y < 0:
