@@ -357,8 +357,21 @@ def linear_configs(scale, seed):
 def run_linear(out=RESULTS, scale="small", jobs=1, seed=0, dmax=256):
     cfgs = [c for c in linear_configs(scale, seed) if c["d"] <= dmax]
     recs = sweep("linear", cfgs, run_linear_one, out, jobs)
+    print(linear_table(recs))
     print_fits("linear", recs)
     return recs
+
+
+def linear_table(records):
+    """Per d: mean capacities over seeds and the c = d^2 / (N ln N) of the trained 99% mean."""
+    rows = ["| d | seeds | trained 99% | trained 100% | Hebbian 100% | c (trained 99%) |",
+            "|---|---|---|---|---|---|"]
+    for d in sorted({r["config"]["d"] for r in records}):
+        res = [r["result"] for r in records if r["config"]["d"] == d]
+        N = {k: float(np.mean([x[k] for x in res])) for k in ("cap99", "cap100", "hebb100")}
+        rows.append(f"| {d} | {len(res)} | {N['cap99']:.1f} | {N['cap100']:.1f} | "
+                    f"{N['hebb100']:.1f} | {d * d / (N['cap99'] * math.log(N['cap99'])):.2f} |")
+    return "\n".join(rows)
 
 
 # Fitted constants: one function shared by the runner (prints) and plots.py (annotates).
@@ -671,8 +684,21 @@ def facts_configs(scale, seed):
 def run_facts(out=RESULTS, scale="small", jobs=1, seed=0, dmax=64):
     cfgs = [c for c in facts_configs(scale, seed) if c["d"] <= dmax]
     recs = sweep("facts", cfgs, run_facts_one, out, jobs)
+    print(facts_table(recs))
     print_fits("facts", recs)
     return recs
+
+
+def facts_table(records):
+    """One row per transformer size: capacities under both criteria and facts per parameter."""
+    rows = ["| d | H | dh | m | params | S (fresh 99%) | S (every fact) | facts/param |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(records, key=lambda r: r["result"]["params"]):
+        c, x = r["config"], r["result"]
+        edge = " (bracket edge)" if x["lo_fails"] or x["hi_succeeds"] else ""
+        rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | "
+                    f"{x['S_fresh99']}{edge} | {x['S_all']} | {x['facts_fresh99'] / x['params']:.3f} |")
+    return "\n".join(rows)
 
 
 def facts_fits(records):
