@@ -33,22 +33,22 @@ fig5: .venv/ready
 # ----------------------------------------------------------------------------- paper A targets
 # One BLAS thread per process: with JOBS processes on few cores, multithreaded BLAS made the
 # linear-memory sweep 10x slower (measured: 110 s instead of 10 s).
-ONE_THREAD = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+PAPER_A_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 linear: .venv/ready
-	$(ONE_THREAD) $(RUN) linear --scale $(SCALE) --jobs $(JOBS)
+	$(PAPER_A_ENV) $(RUN) linear --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) linear
 
 mlp: .venv/ready
-	$(ONE_THREAD) $(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
+	$(PAPER_A_ENV) $(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) mlp
 
 facts: .venv/ready
-	$(ONE_THREAD) $(RUN) facts --scale $(SCALE) --jobs $(JOBS)
+	$(PAPER_A_ENV) $(RUN) facts --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) facts
 
 tradeoff: .venv/ready
-	$(ONE_THREAD) $(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
+	$(PAPER_A_ENV) $(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) tradeoff
 
 
