@@ -14,7 +14,7 @@ export MKL_NUM_THREADS ?= 1
 
 CORE_FIGURES = fig5
 
-PAPER_A_FIGURES =
+PAPER_A_FIGURES = linear mlp facts tradeoff
 
 PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length
 
@@ -35,6 +35,25 @@ fig5: .venv/ready
 	$(PLOT) fig5
 
 # ----------------------------------------------------------------------------- paper A targets
+# One BLAS thread per process: with JOBS processes on few cores, multithreaded BLAS made the
+# linear-memory sweep 10x slower (measured: 110 s instead of 10 s).
+PAPER_A_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+linear: .venv/ready
+	$(PAPER_A_ENV) $(RUN) linear --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) linear
+
+mlp: .venv/ready
+	$(PAPER_A_ENV) $(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) mlp
+
+facts: .venv/ready
+	$(PAPER_A_ENV) $(RUN) facts --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) facts
+
+tradeoff: .venv/ready
+	$(PAPER_A_ENV) $(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) tradeoff
 
 
 # ----------------------------------------------------------------------------- paper B targets
