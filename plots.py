@@ -292,7 +292,7 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
 
 # ----------------------------------------------------------------------------- paper B figures
 
-def _by(records, *keys):
+def _group(records, *keys):
     """Group records by config keys -> {tuple: [record, ...]}."""
     out = {}
     for r in records:
@@ -369,13 +369,6 @@ def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
     return _save(fig, path)
 
 
-def _edges(v):
-    """Cell edges (geometric midpoints) for pcolormesh on a log grid."""
-    v = np.asarray(v, float)
-    mid = np.sqrt(v[1:] * v[:-1])
-    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
-
-
 @figure("b_nstar")
 def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
     """N* versus d and versus V: bisection (points) and theory.critical_N (lines)."""
@@ -416,7 +409,7 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
     """Accuracy versus N: one-hot embeddings (d = V+2) and random embeddings at several d."""
     recs = _need(load_records(results, "b_embed"), "b_embed", results)
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    groups = _by(recs, "kind", "d")
+    groups = _group(recs, "kind", "d")
     for i, ((kind, d), rs) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0][0] != "onehot", kv[0][1]))):
         N, acc = _curve(rs, "N")
         c = rs[0]["config"]
