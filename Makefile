@@ -35,24 +35,21 @@ fig5: .venv/ready
 	$(PLOT) fig5
 
 # ----------------------------------------------------------------------------- paper A targets
-# One BLAS thread per process: with JOBS processes on few cores, multithreaded BLAS made the
-# linear-memory sweep 10x slower (measured: 110 s instead of 10 s).
-PAPER_A_ENV = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 linear: .venv/ready
-	$(PAPER_A_ENV) $(RUN) linear --scale $(SCALE) --jobs $(JOBS)
+	$(RUN) linear --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) linear
 
 mlp: .venv/ready
-	$(PAPER_A_ENV) $(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
+	$(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) mlp
 
 facts: .venv/ready
-	$(PAPER_A_ENV) $(RUN) facts --scale $(SCALE) --jobs $(JOBS)
+	$(RUN) facts --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) facts
 
 tradeoff: .venv/ready
-	$(PAPER_A_ENV) $(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
+	$(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) tradeoff
 
 

@@ -3,6 +3,7 @@
 Run with `make test` (it creates .venv and installs requirements.txt first).
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -392,7 +393,6 @@ def test_cli_list_and_only(tmp_path):
 
 # ----------------------------------------------------------------------------- paper A experiments
 
-import math   # noqa: E402  (used by the paper A tests only)
 
 
 def test_theory_memory_formulas_hand_computed():
@@ -429,25 +429,6 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.mlp_params_for_facts(1024) == pytest.approx(1660)
     f = theory.authors_frontier_mlp([1000, 1280, 2000, 5000], 1024)
     assert np.isinf(f[0]) and f[1] == pytest.approx(1660) and f[2] == pytest.approx(1300) and f[3] == 0
-
-
-def test_eos_transformer_matches_core_model():
-    rng = np.random.default_rng(3)
-    task = rc.make_facts(5, 4, 3, rng, T=7)
-    d, H, dh, m = 6, 3, 2, 5
-    fixed = {"E": rc.embeddings(task["vocab"], d, rng), "U": rc.embeddings(task["n_answers"], d, rng),
-             "eos": task["eos"]}
-    params = rc.init_transformer(d, H, dh, m, rng)
-    params["b1"] = rng.standard_normal(m)                 # non-zero, so the relu mask is mixed
-    x, _ = rc.sample_facts(task, 11, rng)
-    ref, ref_cache = rc.transformer_forward(params, fixed, x)
-    out, cache = train.eos_transformer_forward(params, fixed, x)
-    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
-    g = rng.standard_normal(ref.shape)
-    ref_grads, grads = rc.transformer_backward(g, ref_cache), train.eos_transformer_backward(g, cache)
-    assert set(grads) == set(ref_grads)
-    for k in ref_grads:
-        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
 
 
 def test_linear_memory_lr_1000_is_finite_and_learns():
@@ -622,7 +603,6 @@ def test_attention_and_query_by_hand():
     assert theory.query_cosine(4, 2, 4, 2) == pytest.approx(1 / np.sqrt(1.25))
     assert theory.arccos_kernel(1.0) == pytest.approx(0.5)
     assert theory.arccos_kernel(0.0) == pytest.approx(1 / (2 * np.pi))
-    import math
     xs = np.array([-3.0, -0.5, 0.0, 1.0, 6.0])
     np.testing.assert_allclose(theory._erfc(xs), [math.erfc(x) for x in xs], rtol=2e-7)
 

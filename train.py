@@ -561,70 +561,6 @@ def mlp_fits(records):
 FITS["mlp"] = mlp_fits
 
 
-# --- a faster transformer for task A: the query token is always EOS.
-# transformer_forward computes per-sample queries; here every prompt ends with the same EOS
-# token, so each head's query q_h = E[eos] WQ_h is one vector, and both the scores and the
-# values become per-vocabulary tables looked up by token:
-#     score_t = E[x_t] . (WK_h q_h) / sqrt(dh) == (E WK_h q_h)[x_t] / sqrt(dh)
-#     o_h     = sum_t a_t E[x_t] WV_h         == sum_t a_t (E WV_h)[x_t]
-# Same function and same gradients as recall.transformer_forward/backward (checked by a test);
-# about d/dh times fewer flops in the attention.
-
-def eos_transformer_forward(params, fixed, tokens):
-    """recall.transformer_forward for prompts whose last token is always fixed["eos"]."""
-    E, U, eos = fixed["E"], fixed["U"], fixed["eos"]
-    H, d, dh = params["WQ"].shape
-    B, T = tokens.shape
-    q = E[eos] @ params["WQ"]                                      # (H, dh)  one query per head
-    w = np.einsum("hdk,hk->hd", params["WK"], q)                   # (H, d)   WK_h q_h
-    Kt = (E @ w.T).T / np.sqrt(dh)                                 # (H, vocab) score table
-    s = Kt[:, tokens]                                              # (H, B, T)
-    a = rc.softmax(s, axis=-1)                                     # (H, B, T)
-    Vt = np.einsum("vd,hdk->hvk", E, params["WV"])                 # (H, vocab, dh) value table
-    G = Vt[:, tokens]                                              # (H, B, T, dh)
-    o = np.einsum("hbt,hbtk->hbk", a, G)                           # (H, B, dh)
-    oc = o.transpose(1, 0, 2).reshape(B, H * dh)                   # (B, H dh)
-    x = oc @ params["WO"]                                          # (B, d)
-    P = x @ params["W1"] + params["b1"]                            # (B, m)
-    A = np.maximum(P, 0.0)                                         # (B, m)
-    y = x + A @ params["W2"]                                       # (B, d)
-    logits = y @ U.T                                               # (B, n_answers)
-    return logits, (tokens, q, w, a, G, oc, x, P, A, params, fixed)
-
-
-def _scatter_tokens(tokens, vals, n_vocab):
-    """out[h, v, ...] = sum over (b, t) with tokens[b, t] = v of vals[h, b, t, ...]."""
-    H = vals.shape[0]
-    idx = (np.arange(H)[:, None] * n_vocab + tokens.ravel()[None, :]).ravel()   # (H B T,)
-    flat = vals.reshape(H * tokens.size, -1)                       # (H B T, k)
-    out = np.stack([np.bincount(idx, flat[:, j], H * n_vocab) for j in range(flat.shape[1])], 1)
-    return out.reshape((H, n_vocab) + vals.shape[3:])
-
-
-def eos_transformer_backward(dlogits, cache):
-    tokens, q, w, a, G, oc, x, P, A, params, fixed = cache
-    E, U, eos = fixed["E"], fixed["U"], fixed["eos"]
-    H, d, dh = params["WQ"].shape
-    B = len(tokens)
-    dy = dlogits @ U                                               # logits = y U^T
-    dW2 = A.T @ dy                                                 # y = x + A W2
-    dP = (dy @ params["W2"].T) * (P > 0)                           # A = relu(P)
-    dW1, db1 = x.T @ dP, dP.sum(0)                                 # P = x W1 + b1
-    dx = dy + dP @ params["W1"].T
-    dWO = oc.T @ dx                                                # x = oc WO
-    do = (dx @ params["WO"].T).reshape(B, H, dh).transpose(1, 0, 2)   # (H, B, dh)
-    dVt = _scatter_tokens(tokens, a[..., None] * do[:, :, None, :], len(E))   # o = sum_t a_t G_t
-    dWV = np.einsum("vd,hvk->hdk", E, dVt)                         # Vt = E WV_h
-    da = np.einsum("hbk,hbtk->hbt", do, G)
-    ds = a * (da - (a * da).sum(-1, keepdims=True))                # a = softmax(s)
-    dKt = _scatter_tokens(tokens, ds, len(E)) / np.sqrt(dh)        # s = Kt[tokens], (H, vocab)
-    dw = dKt @ E                                                   # Kt = (E w^T)^T / sqrt(dh)
-    dWK = np.einsum("hd,hk->hdk", dw, q)                           # w_h = WK_h q_h
-    dq = np.einsum("hdk,hd->hk", params["WK"], dw)
-    dWQ = np.einsum("d,hk->hdk", E[eos], dq)                       # q_h = E[eos] WQ_h
-    return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
-
-
 def transformer_trial(S, cfg):
     """Train the one-layer transformer on S = R subjects/relations, D answers (PAPERS A3, A4).
 
@@ -653,7 +589,7 @@ def transformer_trial(S, cfg):
         for step in range(cfg["steps"] + 1):
             if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
                 xt, yt = rc.sample_facts(task, cfg["n_test"], rng)
-                run["fresh_acc"] = rc.accuracy(eos_transformer_forward(params, fixed, xt)[0], yt)
+                run["fresh_acc"] = rc.accuracy(rc.transformer_forward(params, fixed, xt)[0], yt)
                 if run["fresh_acc"] > best + 0.005:
                     best_step = step
                 best = max(best, run["fresh_acc"])
@@ -663,20 +599,20 @@ def transformer_trial(S, cfg):
                     if run["first_fresh99"] is None:
                         run["first_fresh99"] = step
                     xa, ya = rc.sample_facts(task, len(subj), rng, subj, rel)
-                    run["exact_acc"] = rc.accuracy(eos_transformer_forward(params, fixed, xa)[0], ya)
+                    run["exact_acc"] = rc.accuracy(rc.transformer_forward(params, fixed, xa)[0], ya)
                     if run["exact_acc"] == 1.0:
                         run["first_all"] = step
                         break
             if step == cfg["steps"]:
                 break
             x, y = rc.sample_facts(task, cfg["batch"], rng)       # (B, T), (B,)
-            logits, cache = eos_transformer_forward(params, fixed, x)
+            logits, cache = rc.transformer_forward(params, fixed, x)
             _, dlogits = rc.cross_entropy(logits, y)
-            adam_step(params, eos_transformer_backward(dlogits, cache), state, lr)
+            adam_step(params, rc.transformer_backward(dlogits, cache), state, lr)
         run["steps"] = step
         if run["first_all"] is None:                               # final exhaustive accuracy
             xa, ya = rc.sample_facts(task, len(subj), rng, subj, rel)
-            run["exact_acc"] = rc.accuracy(eos_transformer_forward(params, fixed, xa)[0], ya)
+            run["exact_acc"] = rc.accuracy(rc.transformer_forward(params, fixed, xa)[0], ya)
         out["runs"].append(run)
         if run["first_fresh99"] is not None:
             break
