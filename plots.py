@@ -86,10 +86,13 @@ def _one_scale(records, configs=None):
     longer builds (e.g. after a grid change), for any base seed present."""
     full = [r for r in records if r["config"].get("scale") == "full"]
     recs = full or [r for r in records if r["config"].get("scale") != "full"]
+    double = [r for r in recs if r["config"].get("dtype", "float64") == "float64"]
+    recs = double or recs                    # one precision too: float64 unless only float32
     if configs is not None and recs and "scale" in recs[0]["config"]:
         scale = recs[0]["config"]["scale"]
         current = [c for b in {r["config"]["seed"] for r in recs} for c in configs(scale, b)]
-        recs = [r for r in recs if r["config"] in current] or recs
+        bare = lambda c: {k: v for k, v in c.items() if k != "dtype"}   # noqa: E731
+        recs = [r for r in recs if bare(r["config"]) in current] or recs
     return recs
 
 

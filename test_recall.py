@@ -494,6 +494,23 @@ def test_facts_tiny_run_and_figure(tmp_path):
                                              [float(r["result"]["facts_all"]) for r in recs]]
 
 
+
+def test_facts_float32_option_runs_in_single_precision(tmp_path, monkeypatch):
+    cfg = {"d": 8, "H": 2, "dh": 4, "m": 8, "a": 1, "b": 1, "D": 4, "T": 6, "lrs": [3e-2],
+           "steps": 100, "batch": 64, "eval_every": 25, "patience": 100, "n_test": 256,
+           "prompts_per_fact": 2, "lo": 2, "hi": 3, "seed": 0}
+    seen = []
+    real = rc.transformer_forward
+    def spy(params, fixed, tokens):
+        seen.append((params["WQ"].dtype, fixed["E"].dtype))
+        return real(params, fixed, tokens)
+    monkeypatch.setattr(rc, "transformer_forward", spy)
+    (c32,) = train.with_dtype([cfg], "float32")
+    assert train.with_dtype([cfg], "float64") == [cfg] and c32 == dict(cfg, dtype="float32")
+    res = train.run_facts_one(c32)
+    assert seen and set(seen) == {(np.dtype("float32"), np.dtype("float32"))}
+    assert 2 <= res["S_all"] <= res["S_fresh99"] <= 3
+
 def test_tradeoff_frontier_and_tiny_run(tmp_path):
     fake = [{"result": {"attn_params": a, "mlp_params": m, "fresh_acc": acc}}
             for a, m, acc in [(10, 1, 0.5), (10, 4, 0.995), (10, 16, 1.0), (20, 1, 0.99), (20, 4, 1.0),

@@ -576,9 +576,10 @@ def transformer_trial(S, cfg):
     for lr in cfg["lrs"]:
         rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])   # same task for every lr
         task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
-        fixed = {"E": rc.embeddings(task["vocab"], d, rng), "U": rc.embeddings(task["n_answers"], d, rng),
-                 "eos": task["eos"]}
-        params = rc.init_transformer(d, H, dh, m, rng)
+        dt = np.dtype(cfg.get("dtype", "float64"))                # --dtype float32: same math
+        fixed = {"E": rc.embeddings(task["vocab"], d, rng).astype(dt),
+                 "U": rc.embeddings(task["n_answers"], d, rng).astype(dt)}
+        params = {k: v.astype(dt) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
         state = adam_init(params)
         k = cfg["prompts_per_fact"]
         subj = np.repeat(np.arange(S), S * k)                      # (S R k,) every fact k times
@@ -671,10 +672,16 @@ def facts_configs(scale, seed):
     return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
 
 
+def with_dtype(configs, dtype):
+    """Mark configs for single precision; float64 configs stay as they are (same record keys)."""
+    return configs if dtype == "float64" else [dict(c, dtype=dtype) for c in configs]
+
+
 @experiment("facts", "paper A Fig. 4 left: facts stored vs parameters, one-layer transformer",
-            [("--dmax", "positive_int", 64, "only the d <= DMAX of the grid")])
-def run_facts(out=RESULTS, scale="small", jobs=1, seed=0, dmax=64):
-    cfgs = [c for c in facts_configs(scale, seed) if c["d"] <= dmax]
+            [("--dmax", "positive_int", 64, "only the d <= DMAX of the grid"),
+             ("--dtype", "dtype", "float64", "float64 or float32")])
+def run_facts(out=RESULTS, scale="small", jobs=1, seed=0, dmax=64, dtype="float64"):
+    cfgs = with_dtype([c for c in facts_configs(scale, seed) if c["d"] <= dmax], dtype)
     recs = sweep("facts", cfgs, run_facts_one, out, jobs)
     print(facts_table(recs))
     print_fits("facts", recs)
@@ -738,9 +745,11 @@ def tradeoff_configs(scale, seed):
     return sorted(out, key=lambda c: -c["H"] * c["dh"] - c["m"])
 
 
-@experiment("tradeoff", "paper A Fig. 4 right: attention vs MLP parameters at a fixed number of facts")
-def run_tradeoff(out=RESULTS, scale="small", jobs=1, seed=0):
-    recs = sweep("tradeoff", tradeoff_configs(scale, seed), run_tradeoff_one, out, jobs)
+@experiment("tradeoff", "paper A Fig. 4 right: attention vs MLP parameters at a fixed number of facts",
+            [("--dtype", "dtype", "float64", "float64 or float32")])
+def run_tradeoff(out=RESULTS, scale="small", jobs=1, seed=0, dtype="float64"):
+    cfgs = with_dtype(tradeoff_configs(scale, seed), dtype)
+    recs = sweep("tradeoff", cfgs, run_tradeoff_one, out, jobs)
     print_fits("tradeoff", recs)
     return recs
 
