@@ -980,7 +980,7 @@ def agreement_table(records):
 
 # Figure 1: phase diagram over (N, d) at three L, fixed query norm q.
 
-@experiment("b_phase", "paper B fig. 1: accuracy over (N, d) at three L, with the predicted contour",
+@experiment("b_phase", "paper B, experiment 1: accuracy over (N, d) at three L, with the predicted contour",
             [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
 def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     if scale == "tiny":                                  # for the tests
@@ -1048,7 +1048,7 @@ def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=None, cap=200000):
     return cfg
 
 
-@experiment("b_nstar", "paper B fig. 2: critical N* versus d and versus V (bisection)",
+@experiment("b_nstar", "paper B, experiment 2: critical N* versus d and versus V (bisection)",
             [("--tau", "positive_float", 0.5, "target accuracy"),
              ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
@@ -1107,7 +1107,7 @@ def nstar_table(records):
 
 # Figure 3: random versus orthogonal embeddings.
 
-@experiment("b_embed", "paper B fig. 3: one-hot (d = V + 2) versus random embeddings (d < V)",
+@experiment("b_embed", "paper B, experiment 3: one-hot (d = V + 2) versus random embeddings (d < V)",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
@@ -1121,7 +1121,7 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 
 # Figure 4: attention-only versus attention + fixed random MLP of width m.
 
-@experiment("b_mlp", "paper B fig. 4: attention-only vs attention + fixed MLP, accuracy vs m d",
+@experiment("b_mlp", "paper B, experiment 4: attention-only vs attention + fixed MLP, accuracy vs m d",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     if scale == "tiny":
@@ -1138,7 +1138,7 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 
 # Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
 
-@experiment("b_long", "paper B fig. 5: three steps versus long (Adam) training, accuracy and N*",
+@experiment("b_long", "paper B, experiment 5: three steps versus long (Adam) training, accuracy and N*",
             [("--steps", "positive_int", 150, "full-batch Adam steps"),
              ("--lr", "positive_float", 0.02, "Adam learning rate")])
 def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
@@ -1190,7 +1190,7 @@ def long_table(records, taus=(0.3, 0.5)):
 
 # Figure 6: where L enters.
 
-@experiment("b_length", "paper B fig. 6: accuracy and attention on the informative token vs L",
+@experiment("b_length", "paper B, experiment 6: accuracy and attention on the informative token vs L",
             [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
 def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 6000), "full": (256, 128, 32000)}[scale]
@@ -1331,7 +1331,8 @@ def build_parser():
     for name, (fn, help, options) in EXPERIMENTS.items():
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument("--scale", choices=["small", "full"], default="small",
-                       help="small: laptop defaults (minutes); full: the paper's grid (hours)")
+                       help="small: laptop defaults (seconds to a minute); full: the "
+                            "paper's grid where known, else larger grids (hours or more)")
         p.add_argument("--jobs", type=positive_int, default=1,
                        help="configurations run in parallel (processes); results do not depend on it")
         p.add_argument("--seed", type=nonneg_int, default=0, help="base random seed")
