@@ -22,11 +22,13 @@ import math
 import multiprocessing as mp
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
 
 import recall as rc
+import theory
 
 
 # ----------------------------------------------------------------------------- optimizers
@@ -133,26 +135,38 @@ def _run_record(experiment, fn, config):
 
 
 class _Progress:
-    """One line on stderr: done/total, elapsed, estimated remaining."""
+    """One line on stderr, redrawn every second: done/total, elapsed, estimated remaining.
+    Shown when stderr is a terminal (or RECALL_PROGRESS=1)."""
 
     def __init__(self, label, total, done=0):
         self.label, self.total, self.done, self.t0 = label, total, done, time.time()
         self.start_done = done
         self.enabled = sys.stderr.isatty() or os.environ.get("RECALL_PROGRESS") == "1"
+        self.stop = threading.Event()
+        if self.enabled and done < total:
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self):
+        while not self.stop.wait(1.0):
+            self._draw()
+
+    def _draw(self):
+        el = time.time() - self.t0
+        new = self.done - self.start_done
+        left = f"~{el / new * (self.total - self.done):.0f}s left" if new else "time left unknown"
+        sys.stderr.write(f"\r{self.label}: {self.done}/{self.total} done, {el:.0f}s elapsed, "
+                         f"{left}   ")
+        sys.stderr.flush()
 
     def update(self, n=1):
         self.done += n
-        if not self.enabled:
-            return
-        el = time.time() - self.t0
-        new = self.done - self.start_done
-        eta = el / new * (self.total - self.done) if new else float("nan")
-        sys.stderr.write(f"\r{self.label}: {self.done}/{self.total} done, "
-                         f"{el:.0f}s elapsed, ~{eta:.0f}s left   ")
-        sys.stderr.flush()
+        if self.enabled:
+            self._draw()
 
     def close(self):
+        self.stop.set()
         if self.enabled:
+            self._draw()
             sys.stderr.write("\n")
 
 
@@ -314,7 +328,6 @@ def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="floa
 # embeddings from default_rng([seed, d, N, ...]), so whether N succeeds does not depend on the
 # path the bisection took, and a trial can be memoised and shared by several criteria.
 
-import theory   # noqa: E402  (reference brackets for the small scale)
 
 LINEAR_D_FULL = [8, 11, 16, 22, 32, 45, 64, 90, 128, 181, 256]
 LINEAR_D_SMALL = [8, 11, 16, 22, 32]
