@@ -204,14 +204,16 @@ def sweep(experiment, configs, fn, out=RESULTS, jobs=1):
                              f"got {SELECT['only']}")
         configs, paths = [configs[SELECT["only"]]], [paths[SELECT["only"]]]
     todo = [(p, experiment, fn, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
+    pool = None
+    if jobs > 1 and len(todo) > 1:          # fork the workers before the progress thread starts
+        pool = mp.Pool(min(jobs, len(todo)), initializer=_ignore_sigint)
     progress = _Progress(experiment, len(configs), len(configs) - len(todo))
     try:
-        if jobs == 1 or len(todo) <= 1:
+        if pool is None:
             for p, *args in todo:
                 save_json(p, _run_record(*args))
                 progress.update()
         else:
-            pool = mp.Pool(min(jobs, len(todo)), initializer=_ignore_sigint)
             try:
                 for p, record in pool.imap_unordered(_run_record_star, todo):
                     save_json(p, record)
