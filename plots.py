@@ -13,8 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt   # noqa: E402
 import numpy as np                # noqa: E402
 
-import theory                     # noqa: E402,F401
-from train import RESULTS, fig5_stages, load_records   # noqa: E402
+import theory                     # noqa: E402
+import train                      # noqa: E402
+from train import FITS, RESULTS, crossing, fig5_stages, load_records   # noqa: E402
 
 FIGURES = {}   # name -> function(results_dir, path)
 
@@ -73,12 +74,6 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
 
 # ----------------------------------------------------------------------------- paper A, capacity figures
 
-import json              # noqa: E402
-
-import train             # noqa: E402
-from train import FITS   # noqa: E402  (fitted constants, computed from the records)
-
-
 def _one_scale(records, configs=None):
     """The records of one scale only, so a partial full-scale run never mixes with the
     default one: "full" if any full-scale record exists, else the rest.  With configs (a
@@ -96,11 +91,17 @@ def _one_scale(records, configs=None):
     return recs
 
 
+def _group(records, *keys):
+    """Group records by config keys -> {tuple: [record, ...]}."""
+    out = {}
+    for r in records:
+        out.setdefault(tuple(r["config"].get(k) for k in keys), []).append(r)
+    return out
+
+
 def _by(records, key):
     """Group records by config[key]: sorted keys and, per key, the list of results."""
-    groups = {}
-    for r in records:
-        groups.setdefault(r["config"][key], []).append(r["result"])
+    groups = {k: [r["result"] for r in rs] for (k,), rs in _group(records, key).items()}
     return sorted(groups), groups
 
 
@@ -116,10 +117,7 @@ def _band(ax, x, results, key, color, label):
 def _save_with_data(fig, path, data):
     """Save the figure, and next to it (same name, .json) the numbers it plots and the fits,
     so tests and the README can check what the figure shows."""
-    json_path = os.path.splitext(path)[0] + ".json"
-    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
-    with open(json_path, "w") as f:
-        json.dump(data, f, indent=1)
+    train.save_json(os.path.splitext(path)[0] + ".json", data)
     return _save(fig, path)
 
 
@@ -295,14 +293,6 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
 
 # ----------------------------------------------------------------------------- paper B figures
 
-def _group(records, *keys):
-    """Group records by config keys -> {tuple: [record, ...]}."""
-    out = {}
-    for r in records:
-        out.setdefault(tuple(r["config"].get(k) for k in keys), []).append(r)
-    return out
-
-
 def _curve(records, xkey, field="accuracy"):
     """Sorted x values and the seed-mean of result[field] at each x."""
     xs = sorted({r["config"][xkey] for r in records})
@@ -463,9 +453,6 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
                  "dotted/triangle: predicted", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, path)
-
-
-from train import crossing   # noqa: E402  (N* read off a curve; shared with the runner)
 
 
 @figure("b_long")

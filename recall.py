@@ -59,6 +59,13 @@ def _check_params(name, params, shapes):
                              f"got {np.shape(params[k])}")
 
 
+def _width(params):
+    """The MLP width m, read off b1 (m,); -1 if b1 is missing or not a vector (then the shape
+    check names it)."""
+    b1 = params.get("b1")
+    return len(b1) if np.ndim(b1) == 1 else -1
+
+
 # ----------------------------------------------------------------------------- embeddings
 
 def embeddings(n, d, rng, kind="gaussian"):
@@ -243,7 +250,7 @@ def mlp_memory_forward(params, fixed, x):
     """logits = relu(E[x] W1 + b1) W2 U^T.   W1 (d, m), b1 (m,), W2 (m, d)."""
     E, U = fixed["E"], fixed["U"]
     d = E.shape[1]
-    m = np.shape(params.get("b1", ()))[0] if np.ndim(params.get("b1", ())) == 1 else -1
+    m = _width(params)
     _check_params("mlp_memory", params, {"W1": (d, m), "b1": (m,), "W2": (m, d)})
     x = _check_tokens("x", x, len(E), 1)
     X = E[x]                                   # (B, d)
@@ -294,7 +301,7 @@ def transformer_forward(params, fixed, tokens):
     if WQ is None or np.ndim(WQ) != 3:
         raise ValueError("transformer params['WQ'] must be an (H, d, dh) array")
     H, _, dh = WQ.shape
-    m = np.shape(params.get("b1", ()))[0] if np.ndim(params.get("b1", ())) == 1 else -1
+    m = _width(params)
     _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
                                           "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
                                           "W2": (m, d)})
@@ -346,11 +353,6 @@ def transformer_backward(dlogits, cache):
     dWQ = (xT.T @ dq.transpose(1, 0, 2).reshape(B, H * dh))        # q = xT WQ_h     (d, H dh)
     dWQ = dWQ.reshape(d, H, dh).transpose(1, 0, 2)
     return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
-
-
-def transformer_params(d, H, dh, m):
-    """Parameter count without embeddings: 4 H dh d (Q, K, V, O) + 2 m d (W1, W2)."""
-    return 4 * H * dh * d + 2 * m * d
 
 
 # ----------------------------------------------------------------------------- linear attention

@@ -409,6 +409,8 @@ def test_theory_memory_formulas_hand_computed():
     with pytest.raises(ValueError):
         theory.mlp_reference_md(10, "M=7")
     assert theory.linear_memory_params(32) == 1024
+    assert theory.transformer_params(32, 8, 4, 32) == 4 * 8 * 4 * 32 + 2 * 32 * 32   # 6144
+    assert theory.map_bits(16, 8) == pytest.approx(48.0)                           # 16 * 3
     assert theory.mlp_memory_params(8, 16) == 2 * 8 * 16 + 16                    # W1, b1, W2
     assert theory.mlp_memory_params(8, 16, bias=False) == 256
     assert theory.bits_per_param(8, 4, 16) == pytest.approx(1.0)                   # 8 * 2 / 16

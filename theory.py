@@ -16,11 +16,6 @@ def transformer_params(d, H, dh, m):
     return 4 * H * dh * d + 2 * m * d
 
 
-def fact_bits(S, R, D):
-    """[counting] Information in an arbitrary fact table: S R log2 D bits."""
-    return S * R * math.log2(D)
-
-
 def map_bits(N, M):
     """[counting] Information in an arbitrary map of N items into M classes: N log2 M bits."""
     return N * math.log2(M)

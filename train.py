@@ -964,7 +964,6 @@ def agreement_table(records):
     """Markdown table: per grid point the seed-mean measured accuracy and the seed-mean
     prediction (each seed's prediction uses its realised |z_trig|^2), and how many agree
     within 0.10 among points whose measured accuracy lies in [0.1, 0.95]."""
-    import theory
     groups = {}
     for r in records:
         c = r["config"]
@@ -1055,7 +1054,6 @@ def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=None, cap=200000):
     row with the same token gets the same logits, so a task offers only V independent trials:
     by default n_tasks = max(2, 512 // V) tasks are averaged."""
     n_tasks = max(2, 512 // V) if n_tasks is None else n_tasks
-    import theory
     pred = theory.critical_N(V, d, L, q, tau)
     hi = int(min(3 * pred, cap)) if math.isfinite(pred) else cap
     cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": V // 2,
@@ -1082,7 +1080,6 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
     recs = sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
     print(nstar_table(recs))
     if scale != "tiny":
-        import theory
         ex = theory.predicted_exponents(tau=tau, q=q, L=L, V=V0, d=d0, N=8000)
         print("\npredicted local exponents at V=%d, d=%d, N=8000, L=%d: " % (V0, d0, L)
               + ", ".join(f"{k} {v:+.2f}" for k, v in ex.items()))
@@ -1092,7 +1089,6 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
 def nstar_table(records):
     """Markdown table of measured (bisection) and predicted N*, their ratio, and the fitted
     log-log slopes of both along each sweep."""
-    import theory
     lines = ["| sweep | V | d | L | measured N* | predicted N* | measured / predicted |",
              "|---|---|---|---|---|---|---|"]
     slopes = {}
@@ -1182,7 +1178,6 @@ def crossing(xs, ys, tau):
 
 def long_table(records, taus=(0.3, 0.5)):
     """N* (accuracy >= tau, interpolated on the N grid) for three steps and for Adam, per d."""
-    import theory
     lines = ["| d | tau | N* three steps | N* predicted (three steps) | N* Adam | coverage bound N |",
              "|---|---|---|---|---|---|"]
     for d in sorted({r["config"]["d"] for r in records}):
@@ -1238,7 +1233,6 @@ def run_terms_one(cfg):
     'e_e' test token & distractors x train tokens (theory: overlap + crosstalk), 'z_ze' test
     trigger x train token + trigger (mean bias), 'x_nu' anything x train distractors (distractor);
     sigma2 of the whole logit, and the theory's terms at the typical token."""
-    import theory
     rng = np.random.default_rng(cfg["seed"])
     task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng)
     fixed = rc.retrieval_fixed(task)
