@@ -269,6 +269,9 @@ def test_bisect_capacity_finds_threshold():
     assert train.bisect_capacity(lambda n: True, 10, 1000) == 1000
     got = train.bisect_capacity(lambda n: n <= 500, 10, 1000, ratio=1.05)
     assert 500 / 1.05 <= got <= 500
+    seen = []
+    twice, cache = train.memoised(lambda n: seen.append(n) or 2 * n)
+    assert [twice(3), twice(3), twice(4)] == [6, 6, 8] and seen == [3, 4] and cache == {3: 6, 4: 8}
 
 
 def test_fig5_relation_is_learned_before_subject():

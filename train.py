@@ -61,6 +61,18 @@ def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
 
 # ----------------------------------------------------------------------------- capacity search
 
+def memoised(fn):
+    """fn(n) with each result computed once.  Returns (call, cache); the cache dict keeps every
+    trial a bisection made, so a record can store them and a second criterion can reuse them."""
+    cache = {}
+
+    def call(n):
+        if n not in cache:
+            cache[n] = fn(n)
+        return cache[n]
+    return call, cache
+
+
 def bisect_capacity(succeeds, lo, hi, ratio=1.01):
     """Largest integer n in [lo, hi] with succeeds(n), assuming success is monotone in n.
 
@@ -377,24 +389,12 @@ def hebbian_accuracy(N, d, seed):
 def run_linear_one(cfg):
     """Capacity of one d x d linear memory: trained (99% and 100% criteria) and Hebbian."""
     d, seed = cfg["d"], cfg["seed"]
-    memo = {}
-
-    def trial(N):
-        if N not in memo:
-            memo[N] = linear_memory_trial(N, d, seed, cfg["lr"], cfg["steps"])
-        return memo[N]
-
+    trial, memo = memoised(lambda N: linear_memory_trial(N, d, seed, cfg["lr"], cfg["steps"]))
     lo, hi = cfg["lo"], cfg["hi"]
     cap99 = bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
     # the 100% criterion is stricter on the same draw, so its capacity is at most cap99
     cap100 = bisect_capacity(lambda N: trial(N)["first100"] is not None, lo, cap99, cfg["ratio"])
-    heb = {}
-
-    def hacc(N):
-        if N not in heb:
-            heb[N] = hebbian_accuracy(N, d, seed)
-        return heb[N]
-
+    hacc, heb = memoised(lambda N: hebbian_accuracy(N, d, seed))
     h_hi = max(3, d * d // 2)
     hebb99 = bisect_capacity(lambda N: hacc(N) >= 0.99, 2, h_hi, cfg["ratio"])
     hebb100 = bisect_capacity(lambda N: hacc(N) == 1.0, 2, hebb99, cfg["ratio"])
@@ -507,14 +507,9 @@ def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
 def run_mlp_one(cfg):
     """Capacity (99% criterion) of one MLP memory of width m = alpha d."""
     d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
-    memo = {}
-
-    def succeeds(N):
-        if N not in memo:
-            memo[N] = mlp_memory_trial(N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"],
-                                       cfg["patience"])
-        return memo[N]["first99"] is not None
-
+    trial, memo = memoised(lambda N: mlp_memory_trial(N, d, m, M, cfg["seed"], cfg["lr"],
+                                                      cfg["steps"], cfg["patience"]))
+    succeeds = lambda N: trial(N)["first99"] is not None          # noqa: E731
     cap = bisect_capacity(succeeds, cfg["lo"], cfg["hi"], cfg["ratio"])
     return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cfg["lo"]),
             "hi_succeeds": succeeds(cfg["hi"]), "trials": [memo[N] for N in sorted(memo)]}
@@ -640,13 +635,7 @@ def transformer_trial(S, cfg):
 def run_facts_one(cfg):
     """Capacity in facts S^2 of one transformer size: the paper's criterion (>= 99% on fresh
     prompts) and the strict one (every fact on every checked prompt), by bisection on S."""
-    memo = {}
-
-    def trial(S):
-        if S not in memo:
-            memo[S] = transformer_trial(S, cfg)
-        return memo[S]
-
+    trial, memo = memoised(lambda S: transformer_trial(S, cfg))
     S99 = bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
     S_all = bisect_capacity(lambda S: trial(S)["all_facts"], cfg["lo"], S99, 1.0)
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
@@ -1021,17 +1010,16 @@ def run_nstar_one(cfg):
         fixed = rc.retrieval_fixed(task)
         runs.append((fixed, rc.sample_retrieval(task, cfg["hi"], rng),
                      rc.sample_retrieval(task, cfg["n_test"], rng)))
-    tried = {}
 
-    def accuracy_at(N):
-        if N not in tried:
-            accs = []
-            for fixed, (tokens, pos, labels), test in runs:
-                params = three_step(fixed, tokens[:N], pos[:N], labels[:N], cfg["eta"],
-                                    query_norm=cfg["q"])
-                accs.append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
-            tried[N] = float(np.mean(accs))
-        return tried[N]
+    def mean_accuracy(N):
+        accs = []
+        for fixed, (tokens, pos, labels), test in runs:
+            params = three_step(fixed, tokens[:N], pos[:N], labels[:N], cfg["eta"],
+                                query_norm=cfg["q"])
+            accs.append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
+        return float(np.mean(accs))
+
+    accuracy_at, tried = memoised(mean_accuracy)
 
     # bisection for the largest failing N; N* is the geometric mean of it and the smallest
     # succeeding N tried above it (the final bracket, hi/lo <= ratio)
