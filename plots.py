@@ -368,12 +368,7 @@ def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
     recs = _need(load_records(results, "b_nstar"), "b_nstar", results)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
     for ax, key in zip(axes, ("d", "V")):
-        rs = [r for r in recs if r["config"]["sweep_over"] == key]
-        if key == "V" and rs:                 # the (V0, d0) point is stored with the d sweep
-            d0 = rs[0]["config"]["d"]
-            rs += [r for r in recs if r["config"]["sweep_over"] == "d" and r["config"]["d"] == d0
-                   and all(r["config"]["V"] != o["config"]["V"] for o in rs)]
-        rs = sorted(rs, key=lambda r: r["config"][key])
+        rs = train.nstar_sweep(recs, key)
         if not rs:
             continue
         c0 = rs[0]["config"]
@@ -464,13 +459,10 @@ def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
     nstar = {"three_step": [], "adam": []}
     for i, d in enumerate(ds):
         for method, ls in (("three_step", "o-"), ("adam", "s--")):
-            rs = sorted([r for r in recs if r["config"]["d"] == d and r["config"]["method"] == method],
-                        key=lambda r: r["config"]["N"])
-            if not rs:
+            N, acc = train.long_curve(recs, d, method)
+            if not N:
                 nstar[method].append(None)
                 continue
-            N = [r["config"]["N"] for r in rs]
-            acc = [r["result"]["accuracy"] for r in rs]
             axes[0].plot(N, acc, ls, color=f"C{i}", label=f"{method.replace('_', ' ')}, $d={d}$")
             nstar[method].append(crossing(N, acc, tau))
     c = [r for r in recs if r["config"]["method"] == "three_step"][0]["config"]

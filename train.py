@@ -1074,6 +1074,17 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
     return recs
 
 
+def nstar_sweep(records, key):
+    """The records of one N* sweep (key "d" or "V"), sorted along it.  The V sweep also gets
+    the (V0, d0) point, which is stored with the d sweep."""
+    rs = [r for r in records if r["config"]["sweep_over"] == key]
+    if key == "V" and rs:
+        d0 = rs[0]["config"]["d"]
+        rs += [r for r in records if r["config"]["sweep_over"] == "d" and r["config"]["d"] == d0
+               and all(r["config"]["V"] != o["config"]["V"] for o in rs)]
+    return sorted(rs, key=lambda r: r["config"][key])
+
+
 def nstar_table(records):
     """Markdown table of measured (bisection) and predicted N*, their ratio, and the fitted
     log-log slopes of both along each sweep."""
@@ -1081,15 +1092,8 @@ def nstar_table(records):
              "|---|---|---|---|---|---|---|"]
     slopes = {}
     for key in ("d", "V"):
-        rs = sorted([r for r in records if r["config"]["sweep_over"] == key],
-                    key=lambda r: r["config"][key])
-        if key == "V" and rs:
-            rs = sorted(rs + [r for r in records if r["config"]["sweep_over"] == "d"
-                              and r["config"]["d"] == rs[0]["config"]["d"]
-                              and all(r["config"]["V"] != o["config"]["V"] for o in rs)],
-                        key=lambda r: r["config"]["V"])
         xs, meas, pred = [], [], []
-        for r in rs:
+        for r in nstar_sweep(records, key):
             c = r["config"]
             p = theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
             m = r["result"]["nstar"]
@@ -1164,6 +1168,13 @@ def crossing(xs, ys, tau):
     return float(xs[0]) if len(ys) and ys[0] >= tau else None
 
 
+def long_curve(records, d, method):
+    """Accuracy versus N of one learner ("three_step" or "adam") at one d: (Ns, accuracies)."""
+    rs = sorted([r for r in records if r["config"]["d"] == d and r["config"]["method"] == method],
+                key=lambda r: r["config"]["N"])
+    return [r["config"]["N"] for r in rs], [r["result"]["accuracy"] for r in rs]
+
+
 def long_table(records, taus=(0.3, 0.5)):
     """N* (accuracy >= tau, interpolated on the N grid) for three steps and for Adam, per d."""
     lines = ["| d | tau | N* three steps | N* predicted (three steps) | N* Adam | coverage bound N |",
@@ -1172,10 +1183,8 @@ def long_table(records, taus=(0.3, 0.5)):
         for tau in taus:
             row = {}
             for method in ("three_step", "adam"):
-                rs = sorted([r for r in records if r["config"]["d"] == d
-                             and r["config"]["method"] == method], key=lambda r: r["config"]["N"])
-                ns = crossing([r["config"]["N"] for r in rs],
-                              [r["result"]["accuracy"] for r in rs], tau) if rs else None
+                Ns, accs = long_curve(records, d, method)
+                ns = crossing(Ns, accs, tau) if Ns else None
                 row[method] = "-" if ns is None else f"{ns:.0f}"
             c = records[0]["config"]
             q = next(r["config"]["q"] for r in records if r["config"]["method"] == "three_step")
