@@ -34,6 +34,13 @@ def timeit(fn, repeat=5, min_time=0.2):
     return float(np.median(times))
 
 
+def check_same(a, b, dtype):
+    """Refuse to time two implementations that do not compute the same arrays."""
+    worst = max(np.abs(a[k] - b[k]).max() / (np.abs(b[k]).max() + 1e-30) for k in a)
+    tol = 1e-8 if np.dtype(dtype) == np.float64 else 1e-3
+    assert worst < tol, f"implementations disagree: {worst:.1e}"
+
+
 def matmul_gflops(dtype, n=1024):
     A = np.random.default_rng(0).standard_normal((n, n)).astype(dtype)
     return 2 * n ** 3 / timeit(lambda: A @ A) / 1e9
@@ -116,9 +123,7 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8):
 
     l1, g1 = project_transformer_step(params, fixed, tokens, y)
     l2, g2 = straightforward_transformer_step(params, fixed["E"], fixed["U"], tokens, y)
-    worst = max(np.abs(g1[k] - g2[k]).max() / (np.abs(g2[k]).max() + 1e-30) for k in g1)
-    tol = 1e-9 if dtype == np.float64 else 1e-3
-    assert worst < tol, f"implementations disagree: {worst:.1e}"
+    check_same(g1, g2, dtype)
     t_ours, t_naive = timeit(ours), timeit(naive)
     flops = transformer_flops(B, T, d, H, dh, m, task["n_answers"])
     return t_ours, t_naive, flops / t_ours / 1e9
@@ -169,8 +174,7 @@ def bench_three_step(V, d, L, N):
     eta, gamma = 1e-3, 1e3
     p1 = train.three_step(fixed, tokens, pos, labels, eta, gamma=gamma)
     p2 = straightforward_three_step(fixed, tokens, pos, labels, eta, gamma)
-    worst = max(np.abs(p1[k] - p2[k]).max() / (np.abs(p2[k]).max() + 1e-30) for k in p1)
-    assert worst < 1e-8, f"implementations disagree: {worst:.1e}"
+    check_same(p1, p2, np.float64)
     t_ours = timeit(lambda: train.three_step(fixed, tokens, pos, labels, eta, gamma=gamma),
                     repeat=3, min_time=0.5)
     t_naive = timeit(lambda: straightforward_three_step(fixed, tokens, pos, labels, eta, gamma),
@@ -193,8 +197,7 @@ def bench_retrieval(V, d, L, N, dtype):
               "WV": rng.standard_normal((d, d)).astype(dtype) / d}
     _, g1 = project_retrieval_grads(params, fixed, tokens, pos, labels)
     _, g2 = straightforward_retrieval_grads(params, fixed, tokens, pos, labels)
-    worst = max(np.abs(g1[k] - g2[k]).max() / (np.abs(g2[k]).max() + 1e-30) for k in g1)
-    assert worst < (1e-9 if dtype == np.float64 else 1e-3), f"implementations disagree: {worst:.1e}"
+    check_same(g1, g2, dtype)
     t_ours = timeit(lambda: project_retrieval_grads(params, fixed, tokens, pos, labels), repeat=3)
     t_naive = timeit(lambda: straightforward_retrieval_grads(params, fixed, tokens, pos, labels),
                      repeat=3)
@@ -230,20 +233,17 @@ def main(argv=None):
     for d in ([32] if args.quick else [32, 64, 128]):
         t, tn, g = bench_transformer(d, dtype)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:9.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%")
-    print("\nretrieval model, one full-batch gradient (forward + backward), attention only")
-    print(f"{'V':>5} {'d':>4} {'L':>3} {'N':>6} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9}")
-    sizes = [(256, 64, 16, 20000)] if args.quick else \
-        [(256, 64, 16, 20000), (1024, 128, 32, 20000), (256, 64, 64, 20000)]
-    for V, d, L, N in sizes:
-        t, tn = bench_retrieval(V, d, L, N, dtype)
-        print(f"{V:>5} {d:>4} {L:>3} {N:>6} {1e3 * t:9.1f} {1e3 * tn:9.1f} {tn / t:8.1f}x")
-    print("\nthree-step algorithm (train.three_step, float64), attention only")
-    print(f"{'V':>5} {'d':>4} {'L':>3} {'N':>6} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9}")
-    sizes = [(128, 32, 16, 4000)] if args.quick else \
-        [(128, 32, 16, 4000), (256, 64, 16, 20000), (256, 64, 64, 20000)]
-    for V, d, L, N in sizes:
-        t, tn = bench_three_step(V, d, L, N)
-        print(f"{V:>5} {d:>4} {L:>3} {N:>6} {1e3 * t:9.1f} {1e3 * tn:9.1f} {tn / t:8.1f}x")
+    for title, bench_fn, sizes in [
+            ("retrieval model, one full-batch gradient (forward + backward), attention only",
+             lambda V, d, L, N: bench_retrieval(V, d, L, N, dtype),
+             [(256, 64, 16, 20000), (1024, 128, 32, 20000), (256, 64, 64, 20000)]),
+            ("three-step algorithm (train.three_step, float64), attention only", bench_three_step,
+             [(128, 32, 16, 4000), (256, 64, 16, 20000), (256, 64, 64, 20000)])]:
+        print(f"\n{title}")
+        print(f"{'V':>5} {'d':>4} {'L':>3} {'N':>6} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9}")
+        for V, d, L, N in sizes[:1] if args.quick else sizes:
+            t, tn = bench_fn(V, d, L, N)
+            print(f"{V:>5} {d:>4} {L:>3} {N:>6} {1e3 * t:9.1f} {1e3 * tn:9.1f} {tn / t:8.1f}x")
     if not args.quick:
         r = threads_ratio()
         print(f"\ntransformer step d=64 in a fresh process: 1 BLAS thread {1e3 * r['1']:.1f} ms, "
