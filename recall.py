@@ -282,6 +282,63 @@ def init_transformer(d, H, dh, m, rng):
             "W1": n((d, m)) / np.sqrt(d), "b1": np.zeros(m), "W2": n((m, d)) / np.sqrt(m)}
 
 
+def _transformer_inputs(params, fixed, tokens):
+    """Check the transformer's arguments; return X = E[tokens] (B, T, d), H and dh."""
+    E, d = fixed["E"], fixed["E"].shape[1]
+    WQ = params.get("WQ")
+    if WQ is None or np.ndim(WQ) != 3:
+        raise ValueError("transformer params['WQ'] must be an (H, d, dh) array")
+    H, _, dh = WQ.shape
+    m = _width(params)
+    _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
+                                          "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
+                                          "W2": (m, d)})
+    return E[_check_tokens("tokens", tokens, len(E), 2)], H, dh
+
+
+def transformer_textbook_forward(params, fixed, tokens):
+    """One-layer transformer of paper A as the paper writes it: every head h gives each position
+    t a key k_t and a value v_t; the last position's query q attends over all T positions.
+    `transformer_forward` computes the same function faster and is tested against this one."""
+    X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)      rows x_t
+    B = len(X)
+    k = X[:, None] @ params["WK"]                                  # (B, H, T, dh)  k_t = x_t WK_h
+    v = X[:, None] @ params["WV"]                                  # (B, H, T, dh)  v_t = x_t WV_h
+    q = (X[:, -1] @ params["WQ"]).transpose(1, 0, 2)               # (B, H, dh)     q = x_T WQ_h
+    s = np.einsum("bhtk,bhk->bht", k, q) / math.sqrt(dh)           # (B, H, T)  s_t = k_t.q/sqrt(dh)
+    a = softmax(s, axis=-1)                                        # (B, H, T)      a = softmax(s)
+    o = np.einsum("bht,bhtk->bhk", a, v)                           # (B, H, dh)  o_h = sum_t a_t v_t
+    oc = o.reshape(B, H * dh)                                      # (B, H dh)      concat_h(o_h)
+    x = oc @ params["WO"]                                          # (B, d)
+    P = x @ params["W1"] + params["b1"]                            # (B, m)
+    A = np.maximum(P, 0.0)                                         # (B, m)
+    y = x + A @ params["W2"]                                       # (B, d)
+    logits = y @ fixed["U"].T                                      # (B, n_answers)
+    return logits, (X, k, v, q, a, oc, x, P, A, fixed["U"], params)
+
+
+def transformer_textbook_backward(dlogits, cache):
+    X, k, v, q, a, oc, x, P, A, U, params = cache
+    B, H, T, dh = k.shape
+    dy = dlogits @ U                                               # logits = y U^T
+    dW2 = A.T @ dy                                                 # y = x + A W2
+    dA = dy @ params["W2"].T
+    dP = dA * (P > 0)                                              # A = relu(P)
+    dW1, db1 = x.T @ dP, dP.sum(0)                                 # P = x W1 + b1
+    dx = dy + dP @ params["W1"].T                                  #   (x feeds y twice)
+    dWO = oc.T @ dx                                                # x = oc WO
+    do = (dx @ params["WO"].T).reshape(B, H, dh)                   # oc = concat_h(o_h)
+    da = np.einsum("bhk,bhtk->bht", do, v)                         # o_h = sum_t a_t v_t
+    dv = np.einsum("bht,bhk->bhtk", a, do)
+    ds = a * (da - (a * da).sum(-1, keepdims=True))                # a = softmax(s)
+    dk = np.einsum("bht,bhk->bhtk", ds, q) / math.sqrt(dh)         # s_t = k_t.q/sqrt(dh)
+    dq = np.einsum("bht,bhtk->bhk", ds, k) / math.sqrt(dh)
+    dWQ = X[:, -1].T @ dq.transpose(1, 0, 2)                       # q = x_T WQ_h
+    dWV = np.einsum("btd,bhtk->hdk", X, dv, optimize=True)         # v_t = x_t WV_h
+    dWK = np.einsum("btd,bhtk->hdk", X, dk, optimize=True)         # k_t = x_t WK_h
+    return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
+
+
 def transformer_forward(params, fixed, tokens):
     """One-layer transformer of paper A (attention from the last position, then MLP).
 
@@ -295,19 +352,8 @@ def transformer_forward(params, fixed, tokens):
     This saves a factor dh of work on the T axis.  Batched products are written with matmul
     (one BLAS call per batch item or head); the einsum each one computes is in its comment.
     """
-    E, U = fixed["E"], fixed["U"]
-    d = E.shape[1]
-    WQ = params.get("WQ")
-    if WQ is None or np.ndim(WQ) != 3:
-        raise ValueError("transformer params['WQ'] must be an (H, d, dh) array")
-    H, _, dh = WQ.shape
-    m = _width(params)
-    _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
-                                          "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
-                                          "W2": (m, d)})
-    tokens = _check_tokens("tokens", tokens, len(E), 2)
-    B = len(tokens)
-    X = E[tokens]                                                  # (B, T, d)
+    X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)
+    B, U, WQ = len(X), fixed["U"], params["WQ"]
     xT = X[:, -1]                                                  # (B, d)    the query token
     q = (xT @ _heads_to_cols(WQ)).reshape(B, H, dh)                # (B, H, dh) bd,hdk->bhk
     qk = np.matmul(q.transpose(1, 0, 2), params["WK"].transpose(0, 2, 1))   # (H, B, d) WK_h q
