@@ -1,6 +1,7 @@
 # One target per experiment.  `make figures` runs them all at laptop scale; `make test` runs the
-# tests.  Both create .venv and install requirements.txt first.  SCALE=full for the paper's grids,
-# JOBS=N for N parallel processes.
+# tests; `make homework` writes the student copy homework/ and `make check` (EX=N: exercise N
+# only) checks the exercises.  All create .venv and install requirements.txt first.  SCALE=full
+# for the paper's grids, JOBS=N for N parallel processes.
 PYTHON ?= python3
 PY = .venv/bin/python
 SCALE ?= small
@@ -18,7 +19,7 @@ PAPER_A_FIGURES = linear mlp facts tradeoff
 
 PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length
 
-.PHONY: test figures clean bench $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
+.PHONY: test figures clean bench homework check $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
 figures: $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
@@ -29,6 +30,12 @@ figures: $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
 test: .venv/ready
 	$(PY) -m pytest -q test_recall.py
+
+homework: .venv/ready
+	$(PY) homework.py make
+
+check: .venv/ready
+	$(PY) homework.py check $(EX)
 
 fig5: .venv/ready
 	$(RUN) fig5 --scale $(SCALE) --jobs $(JOBS)

@@ -12,6 +12,7 @@ Every model is a pair of pure functions
     grads         = <name>_backward(dlogits, cache)
 `params` are trained, `fixed` are frozen (embeddings); `grads` has exactly the keys of params.
 The backward walks the forward in reverse; each block quotes the forward line it differentiates.
+A trailing `# exercise N` marks a homework solution (see homework.py: `make homework`).
 
 Dimension letters (the papers' symbols):
     B  batch size                 N  number of samples / stored items
@@ -115,7 +116,7 @@ def cross_entropy(logits, y):
     y = _check_tokens("y", y, logits.shape[1], 1)
     if len(y) != len(logits):
         raise ValueError(f"y has {len(y)} labels for {len(logits)} rows of logits")
-    B, rows = len(y), np.arange(len(y))
+    B, rows = len(y), np.arange(len(y))  # exercise 1
     z = logits - logits.max(axis=1, keepdims=True)    # (B, M)  shifted: exp cannot overflow
     zy = z[rows, y]
     np.exp(z, out=z)                                   # z is now exp(z): one exp pass only
@@ -238,7 +239,7 @@ def linear_memory_forward(params, fixed, x):
     return logits, (X, U)
 
 
-def linear_memory_backward(dlogits, cache):
+def linear_memory_backward(dlogits, cache):  # exercise 2
     X, U = cache
     dZ = dlogits @ U                           # logits = Z U^T        (B, d)
     return {"W": X.T @ dZ}                     # Z = X W               (d, d)
@@ -261,7 +262,7 @@ def mlp_memory_forward(params, fixed, x):
     return logits, (X, P, A, U, params["W2"])
 
 
-def mlp_memory_backward(dlogits, cache):
+def mlp_memory_backward(dlogits, cache):  # exercise 3
     X, P, A, U, W2 = cache
     dZ = dlogits @ U                           # logits = Z U^T
     dW2 = A.T @ dZ                             # Z = A W2
@@ -298,17 +299,16 @@ def _transformer_inputs(params, fixed, tokens):
 
 def transformer_textbook_forward(params, fixed, tokens):
     """One-layer transformer of paper A as the paper writes it: every head h gives each position
-    t a key k_t and a value v_t; the last position's query q attends over all T positions.
-    `transformer_forward` computes the same function faster and is tested against this one."""
+    t a key k_t and a value v_t; the last position's query q attends over all T positions, then
+    an MLP with residual.  The EOS embedding is not added back into the stream."""
     X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)      rows x_t
-    B = len(X)
     k = X[:, None] @ params["WK"]                                  # (B, H, T, dh)  k_t = x_t WK_h
     v = X[:, None] @ params["WV"]                                  # (B, H, T, dh)  v_t = x_t WV_h
     q = (X[:, -1] @ params["WQ"]).transpose(1, 0, 2)               # (B, H, dh)     q = x_T WQ_h
     s = np.einsum("bhtk,bhk->bht", k, q) / math.sqrt(dh)           # (B, H, T)  s_t = k_t.q/sqrt(dh)
     a = softmax(s, axis=-1)                                        # (B, H, T)      a = softmax(s)
     o = np.einsum("bht,bhtk->bhk", a, v)                           # (B, H, dh)  o_h = sum_t a_t v_t
-    oc = o.reshape(B, H * dh)                                      # (B, H dh)      concat_h(o_h)
+    oc = o.reshape(len(X), H * dh)                                 # (B, H dh)      concat_h(o_h)
     x = oc @ params["WO"]                                          # (B, d)
     P = x @ params["W1"] + params["b1"]                            # (B, m)
     A = np.maximum(P, 0.0)                                         # (B, m)
@@ -317,7 +317,7 @@ def transformer_textbook_forward(params, fixed, tokens):
     return logits, (X, k, v, q, a, oc, x, P, A, fixed["U"], params)
 
 
-def transformer_textbook_backward(dlogits, cache):
+def transformer_textbook_backward(dlogits, cache):  # exercise 4
     X, k, v, q, a, oc, x, P, A, U, params = cache
     B, H, T, dh = k.shape
     dy = dlogits @ U                                               # logits = y U^T
@@ -340,13 +340,8 @@ def transformer_textbook_backward(dlogits, cache):
 
 
 def transformer_forward(params, fixed, tokens):
-    """One-layer transformer of paper A (attention from the last position, then MLP).
-
-    For each head h:  q = x_T WQ_h,  score_t = (x_t WK_h) . q / sqrt(dh),  a = softmax_t(score),
-    o_h = sum_t a_t x_t WV_h.   x = concat_h(o_h) WO,   y = x + relu(x W1 + b1) W2,
-    logits = y U^T.  The EOS embedding is not added back into the stream.
-
-    Computed without forming per-position keys or values (never (B, T, H, dh)):
+    """Paper A's one-layer transformer, the function of `transformer_textbook_forward` (tested
+    against it), computed without forming per-position keys or values (never (B, H, T, dh)):
       score_t = x_t . (WK_h q)             -- fold the key map into the query: (B, H, d)
       o_h     = (sum_t a_t x_t) WV_h       -- pool the embeddings first, then project.
     This saves a factor dh of work on the T axis.  Batched products are written with matmul
@@ -355,7 +350,7 @@ def transformer_forward(params, fixed, tokens):
     X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)
     B, U, WQ = len(X), fixed["U"], params["WQ"]
     xT = X[:, -1]                                                  # (B, d)    the query token
-    q = (xT @ _heads_to_cols(WQ)).reshape(B, H, dh)                # (B, H, dh) bd,hdk->bhk
+    q = (xT @ WQ.transpose(1, 0, 2).reshape(-1, H * dh)).reshape(B, H, dh)  # (B, H, dh) bd,hdk->bhk
     qk = np.matmul(q.transpose(1, 0, 2), params["WK"].transpose(0, 2, 1))   # (H, B, d) WK_h q
     qk = qk.transpose(1, 0, 2)                                     # (B, H, d)
     s = np.matmul(qk, X.transpose(0, 2, 1)) / math.sqrt(dh)          # (B, H, T) bhd,btd->bht
@@ -370,12 +365,6 @@ def transformer_forward(params, fixed, tokens):
     logits = y @ U.T                                               # (B, n_answers)
     cache = (X, xT, q, qk, a, xbar, oc, x, P, A, U, params, dh)
     return logits, cache
-
-
-def _heads_to_cols(W):
-    """(H, d, dh) -> (d, H dh): all heads' maps side by side, for one matrix product."""
-    H, d, dh = W.shape
-    return W.transpose(1, 0, 2).reshape(d, H * dh)
 
 
 def transformer_backward(dlogits, cache):
@@ -424,7 +413,7 @@ def linear_attention_forward(params, fixed, tokens):
     return logits, (X, s, c, params)
 
 
-def linear_attention_backward(dlogits, cache):
+def linear_attention_backward(dlogits, cache):  # exercise 5
     X, s, c, params = cache
     dWV = c.T @ dlogits                          # logits = c WV
     dc = dlogits @ params["WV"].T
@@ -479,7 +468,7 @@ def retrieval_forward(params, fixed, inputs):
     return logits, (tokens, pos, a, phi, P, g, params, fixed)
 
 
-def retrieval_backward(dlogits, cache):
+def retrieval_backward(dlogits, cache):  # exercise 6
     tokens, pos, a, phi, P, g, params, fixed = cache
     E, U, z_trig, z_eos = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
     N, L = tokens.shape

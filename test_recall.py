@@ -2,9 +2,11 @@
 
 Run with `make test` (it creates .venv and installs requirements.txt first).
 """
+import ast
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -15,6 +17,7 @@ import recall as rc
 import theory
 import train
 import plots
+import homework
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -691,3 +694,52 @@ def test_noise_term_check_tiny(tmp_path):
     assert r["sigma2"] > 0 and r["e_e"] > 0 and r["z_ze"] > 0 and r["x_nu"] >= 0
     assert set(r["theory"]) == {"overlap", "mean_bias", "crosstalk", "distractor"}
     assert "| 16 | 16 | 4 | 200 |" in train.terms_table(recs)
+
+
+# ----------------------------------------------------------------------------- homework
+
+def _function_source(path, name):
+    src = open(path).read()
+    f = next(f for f in ast.walk(ast.parse(src)) if isinstance(f, ast.FunctionDef) and f.name == name)
+    return "".join(src.splitlines(keepends=True)[f.lineno - 1:f.end_lineno])
+
+
+def _paste(copy, module, name, edit=lambda s: s):
+    """Replace function `name` in the student copy by the reference one (edited)."""
+    path = os.path.join(copy, module)
+    text = open(path).read().replace(_function_source(path, name),
+                                     edit(_function_source(os.path.join(HERE, module), name)))
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _check(copy, *args):
+    r = subprocess.run([sys.executable, "homework.py", "check", *args], cwd=copy,
+                       capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    return r.returncode, r.stdout.splitlines()
+
+
+def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
+    copy = str(tmp_path / "hw")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "homework.py"), "make", copy],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr            # make first checks that the reference passes
+    names = {n: e[0] for n, e in homework.EXERCISES.items()}
+    sheet = open(os.path.join(copy, "EXERCISES.md")).read()
+    assert all(f"    exercise {n} {f}: passed\n" in sheet for n, f in names.items())
+    stubs = "".join(open(os.path.join(copy, m)).read() for m in homework.MODULES)
+    assert len(re.findall(r'raise NotImplementedError\("exercise \d+: ', stubs)) == len(names)
+    code, lines = _check(copy)
+    assert code == 0 and lines == [f"exercise {n} {f}: not attempted" for n, f in names.items()]
+    _paste(copy, "recall.py", "linear_memory_backward")
+    _paste(copy, "recall.py", "mlp_memory_backward", lambda s: s.replace(" * (P > 0)", ""))
+    _paste(copy, "train.py", "three_step")         # the ReLU mask dropped; three_step needs 1, 6
+    code, lines = _check(copy)
+    assert code == 1 and [l.endswith(": not attempted") for l in lines] == [n not in (2, 3, 7) for n in names]
+    assert lines[1] == "exercise 2 linear_memory_backward: passed"
+    assert re.fullmatch(r"exercise 3 mlp_memory_backward: failed \(worst relative gradient "
+                        r"error \d\.\de-0[1-4] in (W1|b1)\)", lines[2]), lines
+    assert lines[6] == "exercise 7 three_step: failed (uses exercise 1, which is not attempted yet)"
+    code, lines = _check(copy, "99")
+    assert code == 2 and lines == []

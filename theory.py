@@ -47,7 +47,7 @@ def solve_n_log_n(y):
     """[ours] The N >= 1 with N ln N = y (y >= 0), by Newton's method on f(N) = N ln N - y."""
     if y < 0:
         raise ValueError(f"need y >= 0, got {y}")
-    N = max(1.0, y / max(1.0, math.log(max(y, math.e))))
+    N = max(1.0, y / max(1.0, math.log(max(y, math.e))))  # exercise 8
     for _ in range(100):
         step = (N * math.log(N) - y) / (math.log(N) + 1.0)
         N = max(1.0, N - step)
@@ -226,7 +226,7 @@ def query_cosine(V, N, d, L):
     return 1.0 / math.sqrt(1.0 + R * R)
 
 
-def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
+def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):  # exercise 9
     """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
     sequence whose answer token has score g, with query norm q (beta = q cos |z_trig|,
     tau^2 = q^2/d; cos from `query_cosine`).

@@ -828,7 +828,7 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
     used and gamma * eta are written into it."""
     if (gamma is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma and query_norm")
-    p0 = _zero_params(fixed)
+    p0 = _zero_params(fixed)  # exercise 7
     _, g0 = retrieval_grad(p0, fixed, tokens, pos, labels, chunk)
     WV1 = -eta * g0["WV"]
     _, g1 = retrieval_grad({"WKQ": p0["WKQ"], "WV": WV1}, fixed, tokens, pos, labels, chunk)
