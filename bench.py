@@ -1,9 +1,10 @@
 """bench.py -- time the project's kernels against a straightforward implementation of the same
 math, measured in the same run, and against a plain large matmul (`make bench`).
 
-The straightforward versions below exist only here: they compute per-position keys and values
-(H, B, T, dh) and per-position rows (N, L, d), exactly as the formulas are written.  Timings are
-medians of several repeats; compare ratios, not absolute times (machines are shared and noisy).
+The straightforward transformer is recall.transformer_textbook_* (per-position keys and values
+(B, H, T, dh)); the straightforward retrieval model exists only here (per-position rows
+(N, L, d)).  Timings are medians of several repeats; compare ratios, not absolute times
+(machines are shared and noisy).
 """
 import argparse
 import os
@@ -48,43 +49,10 @@ def matmul_gflops(dtype, n=1024):
 
 # ----------------------------------------------------------------------------- transformer
 
-def straightforward_transformer_step(params, E, U, tokens, y):
-    """Forward + backward written the obvious way: keys and values at every position."""
-    H, d, dh = params["WQ"].shape
-    B, T = tokens.shape
-    X = E[tokens]                                                   # (B, T, d)
-    Xf = X.reshape(B * T, d)
-    flat = lambda W: W.transpose(1, 0, 2).reshape(d, H * dh)        # (d, H dh)
-    K = (Xf @ flat(params["WK"])).reshape(B, T, H, dh)              # (B, T, H, dh)
-    Vv = (Xf @ flat(params["WV"])).reshape(B, T, H, dh)
-    q = (X[:, -1] @ flat(params["WQ"])).reshape(B, H, dh)           # (B, H, dh)
-    s = np.einsum("bthk,bhk->bht", K, q, optimize=True) / np.sqrt(dh)
-    a = rc.softmax(s)                                               # (B, H, T)
-    o = np.einsum("bht,bthk->bhk", a, Vv, optimize=True)            # (B, H, dh)
-    oc = o.reshape(B, H * dh)
-    x = oc @ params["WO"]
-    P = x @ params["W1"] + params["b1"]
-    A = np.maximum(P, 0)
-    yy = x + A @ params["W2"]
-    loss, dlogits = rc.cross_entropy(yy @ U.T, y)
-    dy = dlogits @ U
-    dW2 = A.T @ dy
-    dP = (dy @ params["W2"].T) * (P > 0)
-    dW1, db1 = x.T @ dP, dP.sum(0)
-    dx = dy + dP @ params["W1"].T
-    dWO = oc.T @ dx
-    do = (dx @ params["WO"].T).reshape(B, H, dh)
-    da = np.einsum("bhk,bthk->bht", do, Vv, optimize=True)
-    dVv = np.einsum("bht,bhk->bthk", a, do, optimize=True)
-    ds = a * (da - (a * da).sum(-1, keepdims=True)) / np.sqrt(dh)
-    dK = np.einsum("bht,bhk->bthk", ds, q, optimize=True)
-    dq = np.einsum("bht,bthk->bhk", ds, K, optimize=True)
-    unflat = lambda G: G.reshape(d, H, dh).transpose(1, 0, 2)
-    grads = {"WQ": unflat(X[:, -1].T @ dq.reshape(B, H * dh)),
-             "WK": unflat(Xf.T @ dK.reshape(B * T, H * dh)),
-             "WV": unflat(Xf.T @ dVv.reshape(B * T, H * dh)),
-             "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
-    return loss, grads
+def textbook_transformer_step(params, fixed, tokens, y):
+    logits, cache = rc.transformer_textbook_forward(params, fixed, tokens)
+    loss, dlogits = rc.cross_entropy(logits, y)
+    return loss, rc.transformer_textbook_backward(dlogits, cache)
 
 
 def project_transformer_step(params, fixed, tokens, y):
@@ -118,11 +86,11 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8):
         train.adam_step(params, g, state, 1e-3)
 
     def naive():
-        loss, g = straightforward_transformer_step(params, fixed["E"], fixed["U"], tokens, y)
+        loss, g = textbook_transformer_step(params, fixed, tokens, y)
         train.adam_step(params, g, state, 1e-3)
 
     l1, g1 = project_transformer_step(params, fixed, tokens, y)
-    l2, g2 = straightforward_transformer_step(params, fixed["E"], fixed["U"], tokens, y)
+    l2, g2 = textbook_transformer_step(params, fixed, tokens, y)
     check_same(g1, g2, dtype)
     t_ours, t_naive = timeit(ours), timeit(naive)
     flops = transformer_flops(B, T, d, H, dh, m, task["n_answers"])
@@ -229,10 +197,10 @@ def main(argv=None):
     gf = matmul_gflops(dtype)
     print(f"dtype {args.dtype}; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
-    print(f"{'d':>5} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9} {'GFLOP/s':>8} {'% matmul':>9}")
+    print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} {'% matmul':>9}")
     for d in ([32] if args.quick else [32, 64, 128]):
         t, tn, g = bench_transformer(d, dtype)
-        print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:9.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%")
+        print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%")
     for title, bench_fn, sizes in [
             ("retrieval model, one full-batch gradient (forward + backward), attention only",
              lambda V, d, L, N: bench_retrieval(V, d, L, N, dtype),

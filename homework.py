@@ -93,16 +93,23 @@ class _Seen:
 
     def pytest_runtest_makereport(self, item, call):
         if call.excinfo is not None and item.name not in self.errors:
-            ours = [e for e in call.excinfo.traceback
-                    if os.path.basename(str(e.path)) in MODULES + ["test_recall.py"]]
-            where = f"{os.path.basename(str(ours[-1].path))}:{ours[-1].lineno + 1}" if ours else ""
-            self.errors[item.name] = (call.excinfo.value, where)
+            frames = [(os.path.basename(str(e.path)), e.lineno + 1) for e in call.excinfo.traceback]
+            self.errors[item.name] = (call.excinfo.value, _where(frames))
         if call.when == "call":
             self.ran.add(item.name)
 
-    def pytest_collectreport(self, report):
+    def pytest_collectreport(self, report):        # e.g. a SyntaxError in recall.py
         if report.failed:
-            self.broken = re.sub(r"^E\s+", "", report.longreprtext.strip().splitlines()[-1])
+            text = report.longreprtext
+            kind, _, msg = re.sub(r"^E\s+", "", text.strip().splitlines()[-1]).partition(": ")
+            where = _where(re.findall(r'(\w+\.py)(?:", line |:)(\d+)', text))
+            self.broken = f"{kind}{' at ' + where if where else ''}: {msg}"
+
+
+def _where(frames):
+    """file:line of the innermost frame in the project's files, or ''."""
+    ours = [f"{f}:{n}" for f, n in frames if f in MODULES + ["test_recall.py"]]
+    return ours[-1] if ours else ""
 
 
 def verdict(n, seen):
