@@ -64,8 +64,9 @@ EXERCISES = {
 }
 
 
-def stub(src):
-    """The module source with every marked solution replaced by a hint and a raise."""
+def stub(src, found):
+    """The module source with every marked solution replaced by a hint and a raise; the
+    exercise numbers met are added to the set `found`."""
     lines = src.splitlines(keepends=True)
     funcs = [f for f in ast.walk(ast.parse(src)) if isinstance(f, ast.FunctionDef)]
     for i in reversed(range(1, len(lines) + 1)):       # bottom up: earlier line numbers hold
@@ -83,6 +84,7 @@ def stub(src):
         new = [f"{pad}# {'      ' if k else 'hint: '}{s}\n" for k, s in enumerate(hint.split("; "))]
         new.append(f'{pad}raise NotImplementedError("exercise {n}: {task}")\n')
         lines[start - 1:f.end_lineno] = new
+        found.add(n)
     return "".join(lines)
 
 
@@ -194,13 +196,14 @@ def make(out):
     if bad:
         print("the reference solutions do not pass: " + "; ".join(bad), file=sys.stderr)
         sys.exit(1)
-    os.makedirs(out, exist_ok=True)
+    found, files = set(), {"Makefile": MAKEFILE, "EXERCISES.md": sheet(lines)}
     for name in COPIED:
         with open(os.path.join(HERE, name)) as f:
-            text = f.read()
-        with open(os.path.join(out, name), "w") as f:
-            f.write(stub(text) if name in MODULES else text)
-    for name, text in (("Makefile", MAKEFILE), ("EXERCISES.md", sheet(lines))):
+            files[name] = stub(f.read(), found) if name in MODULES else f.read()
+    if found != set(EXERCISES):
+        die(f"no '# exercise N' mark for exercise(s) {sorted(set(EXERCISES) - found)}")
+    os.makedirs(out, exist_ok=True)
+    for name, text in files.items():
         with open(os.path.join(out, name), "w") as f:
             f.write(text)
     print(f"wrote {out}/: {len(EXERCISES)} exercises, see {out}/EXERCISES.md")
