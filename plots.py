@@ -157,7 +157,7 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
             plotted[f"{regime} alpha={alpha}"] = _band(ax, sub, lambda r: r["result"]["md"], "cap99",
                                                        f"C{i}", rf"$m = {alpha}\,d$",
-                                                       "osD^v"[i % 5] + "-", 5 + 3 * i)
+                                                       "osD^v"[i % 5] + "-", 5 + 2 * i)
         if not rs:
             continue
         md_all = [r["result"]["md"] for r in rs]
@@ -175,7 +175,7 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
         ax.set_yscale("log")
         ax.set_xlabel(r"$m \cdot d$")
         ax.set_ylabel(r"capacity $N$ (99% recalled)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     fig.tight_layout()
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 

@@ -574,6 +574,20 @@ def test_set_run_is_drawn_from_another_folder(tmp_path):
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "full" in r.stderr
 
 
+def test_two_sweeps_of_one_runner_make_one_set_and_both_take_set(tmp_path, monkeypatch):
+    def run_two(out, scale, jobs, seed):
+        a = train.sweep("two", [_tiny_fig5(0)], train.run_fig5_one, out)
+        return a + train.sweep("two", [_tiny_fig5(1), _tiny_fig5(2)], train.run_fig5_one, out)
+    monkeypatch.setattr(train, "EXPERIMENTS", dict(train.EXPERIMENTS))    # registers "two"
+    monkeypatch.setitem(train.SELECT, "set", {"steps": 20, "seed": 5})
+    recs = train.experiment("two", "two sweeps")(run_two)(str(tmp_path), "tiny")
+    assert [(r["config"]["seed"], r["config"]["steps"]) for r in recs] == [(5, 20), (5, 20)]
+    assert train.load_records(str(tmp_path), "two") == recs[:1]     # one config, listed once
+    monkeypatch.setitem(train.SELECT, "set", {})
+    recs = train.experiment("two", "two sweeps")(run_two)(str(tmp_path), "tiny")
+    assert [r["config"]["seed"] for r in train.load_records(str(tmp_path), "two")] == [0, 1, 2]
+
+
 def test_figure_draws_the_chosen_record_set_not_a_stray_record(tmp_path, monkeypatch):
     small = train.run_fig5(str(tmp_path), "small", steps=10)[0]
     tiny = train.run_fig5(str(tmp_path), "tiny", steps=10)[0]
