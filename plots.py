@@ -129,7 +129,7 @@ def plot_linear(results=RESULTS, path="figures/linear.png"):
         c = fits.get(key, {}).get("c", float("nan"))
         plotted[key] = _band(ax, recs, lambda r: r["config"]["d"] ** 2, key, color,
                              f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
-    dd = np.geomspace(min(ds), max(ds), 50)
+    dd = np.geomspace(min(ds) / 1.2, max(ds) * 1.2, 50)      # visible for a single d too
     for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2\,N\ln N$ (sharp top-1)"),
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
@@ -161,7 +161,7 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
         if not rs:
             continue
         md_all = [r["result"]["md"] for r in rs]
-        xx = np.geomspace(min(md_all), max(md_all), 50)
+        xx = np.geomspace(min(md_all) / 1.4, max(md_all) * 1.4, 50)
         ref = ("$m d = 0.35\\,N\\ln N$" if regime == "M=N" else "$m d = 1.2\\,N$")
         ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
                 label=f"{ref} (authors)")
