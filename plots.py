@@ -43,10 +43,9 @@ def _save(fig, path):
 
 def _need(records, name, results):
     if not records:
-        scale = f" at scale {SELECT['scale']}" if SELECT["scale"] else ""
-        raise FileNotFoundError(f"nothing to draw for {name}{scale} in {results}/{name}/: run "
-                                f"`python train.py {name}{scale and ' --scale ' + SELECT['scale']}` "
-                                "first (finished runs are reused)")
+        s = SELECT["scale"]
+        raise FileNotFoundError(f"nothing to draw for {name} at scale {s or 'any'} in {results}/"
+                                f"{name}/: run `python train.py {name} --scale {s or 'small'}` first")
     return records
 
 

@@ -260,8 +260,7 @@ EXPERIMENTS = {}   # name -> (runner, help, [(flag, type, default, help), ...])
 
 
 def experiment(name, help, options=()):
-    """Register a runner  run(out, scale, jobs, seed, **options) -> list of records.  While it
-    runs, SELECT["scale"] holds its scale, which names the record set its sweeps write."""
+    """Register a runner  run(out, scale, jobs, seed, **options) -> records; SELECT["scale"]."""
     def register(fn):
         @functools.wraps(fn)
         def run(out=RESULTS, scale="small", jobs=1, seed=0, **kw):
@@ -1327,8 +1326,7 @@ def parse_value(text, examples):
     except ValueError:
         value = text
     kinds = {type(x) for x in examples} | ({int, float} if None in examples else set())
-    if type(value) is int and float in kinds and int not in kinds:
-        value = float(value)
+    value = float(value) if type(value) is int and float in kinds and int not in kinds else value
     if type(value) not in kinds:
         raise ValueError(f"expected a value like {examples[0]!r}")
     return value
@@ -1388,9 +1386,11 @@ def main(argv=None):
                 parser.error(f"--set {key}={text}: {why}; the configurations of {name} have the "
                              f"keys {', '.join(sorted(SELECT['fields']))}")
     SELECT["list"] = listing
-    t0 = time.time()
+    t0, shown = time.time(), io.StringIO()
     try:
-        records = fn(**args)
+        with contextlib.redirect_stdout(shown if listing else sys.stdout):
+            records = fn(**args)
+        print("".join(line for line in shown.getvalue().splitlines(True) if "\t" in line), end="")
     except ValueError as e:                        # a bad combination of option values
         parser.error(str(e))
     except KeyboardInterrupt:
