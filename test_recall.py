@@ -423,7 +423,7 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.fit_constant([1, 2], [2, 8]) == pytest.approx(math.sqrt(8))     # geomean(2, 4)
     with pytest.raises(ValueError):
         theory.fit_constant([1, 0], [1, 1])
-    # the bits per parameter the authors' lines imply (PAPERS C: ~1.1 linear, ~2.1 MLP)
+    # the bits per parameter the authors' lines imply (~1.1 linear, ~2.1 MLP)
     assert theory.bits_per_param_linear(1.3) == pytest.approx(1 / (1.3 * math.log(2)))
     assert theory.bits_per_param_linear(1.3) == pytest.approx(1.11, abs=0.01)
     assert theory.bits_per_param_mlp(0.35, "M=N") == pytest.approx(2.06, abs=0.01)

@@ -275,6 +275,7 @@ def experiment(name, help, options=()):
 
 
 # ----------------------------------------------------------------------------- paper A, Fig. 5: sequential learning
+# "README A1" .. "A5": paper A's setups as the README states them, in its section "Paper A setups".
 
 def fig5_losses(logits, y, D):
     """Total, relation-only and subject-only cross-entropy (means over rows).
@@ -305,7 +306,7 @@ def fig5_stages(curve, n_answers, D):
 
 
 def run_fig5_one(cfg):
-    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (PAPERS A5)."""
+    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (README A5)."""
     rng = np.random.default_rng(cfg["seed"])
     dt = np.dtype(cfg.get("dtype", "float64"))
     task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
@@ -391,7 +392,7 @@ def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, pati
 
 
 def linear_memory_trial(N, d, seed, lr, steps):
-    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (PAPERS A1), until
+    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (README A1), until
     every item is recalled or `steps` run out (see fit_memory)."""
     rng = np.random.default_rng([seed, d, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"), "U": rc.embeddings(N, d, rng, "sphere")}
@@ -430,7 +431,7 @@ def run_linear_one(cfg):
 
 
 def linear_config(scale, d, seed):
-    """One capacity search.  full: PAPERS A1 (Adam lr 1000, 4096 steps, bracket [d, d^2/2],
+    """One capacity search.  full: README A1 (Adam lr 1000, 4096 steps, bracket [d, d^2/2],
     ratio 1.01).  small and tiny: 1024 steps, ratio 1.03, and the bracket [N(c=4), N(c=0.8)]
     from d^2 = c N ln N (our runs put the capacity at c = 0.85 to 1.2, well inside)."""
     full = scale == "full"
@@ -497,7 +498,7 @@ MLP_GRID = {"tiny": ([8, 16], 256, 1), "small": ([8, 11, 16], 1024, 1),   # d, m
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
-    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (PAPERS A2),
+    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (README A2),
     until 99% of the items are recalled (see fit_memory).  M = None: N classes, f(i) = i;
     M = 32: f(i) = (i M) // N.  Init variance 1/fan_in."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
@@ -523,7 +524,7 @@ def run_mlp_one(cfg):
 
 
 def mlp_config(scale, d, alpha, M, seed):
-    """One capacity search, m = alpha d.  full: PAPERS A2 (lr 0.03, 32768 steps, bracket
+    """One capacity search, m = alpha d.  full: README A2 (lr 0.03, 32768 steps, bracket
     [d, m d], ratio 1.01).  small: 2048 steps, patience 256, ratio 1.04, and the bracket
     [Nref/2, 2 Nref] around the authors' line; tiny: as small with 1024 steps, ratio 1.1."""
     full, md, regime = scale == "full", alpha * d * d, "M=N" if M is None else "M=32"
@@ -574,7 +575,7 @@ FITS["mlp"] = mlp_fits
 
 
 def transformer_trial(S, cfg):
-    """Train the one-layer transformer on S = R subjects/relations, D answers (PAPERS A3, A4).
+    """Train the one-layer transformer on S = R subjects/relations, D answers (README A3, A4).
 
     Fresh batches of cfg["batch"] prompts, Adam at each lr of cfg["lrs"] in turn until one
     succeeds.  Every cfg["eval_every"] steps: accuracy on cfg["n_test"] fresh prompts (the
@@ -646,11 +647,11 @@ def run_facts_one(cfg):
             "hi_succeeds": trial(cfg["hi"])["fresh99"], "trials": [memo[S] for S in sorted(memo)]}
 
 
-FACTS_RATIOS = [4, 2, 1, 0.5, 0.25]     # PAPERS A4: dh = a d / H, m = b d
+FACTS_RATIOS = [4, 2, 1, 0.5, 0.25]     # README A4: dh = a d / H, m = b d
 
 
 def facts_configs(scale, seed):
-    """full: PAPERS A4, d in {16, 32, 64}, H = 8, all (a, b) in FACTS_RATIOS^2 with integer dh,
+    """full: README A4, d in {16, 32, 64}, H = 8, all (a, b) in FACTS_RATIOS^2 with integer dh,
     lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024, bracket S in [2, sqrt(params)].
     small: (d, a, b) in {(8, 1, 1), (8, 2, 2), (16, 2, .5), (16, 1, 1), (16, 2, 2), (24, 1, 1)},
     lr 3e-2 only, 2000 steps, patience 400, batch 256, bracket [0.45, 0.95] S_ref with
@@ -736,7 +737,7 @@ def run_tradeoff_one(cfg):
 
 
 def tradeoff_configs(scale, seed):
-    """full: PAPERS A4 right, d = 32, dh = 8, S = R = 32, H in {1, 2, 4, ..., 32}, m in
+    """full: README A4 (Fig. 4 right), d = 32, dh = 8, S = R = 32, H in {1, 2, 4, ..., 32}, m in
     {1, 2, 4, ..., 128}, lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024.
     small: d = 16, dh = 4, S = R = 10, H in {1, 2, 4, 8}, m in {1, 4, 16, 64}, lr 3e-2,
     2000 steps, patience 500, batch 256."""
@@ -789,9 +790,9 @@ FITS["tradeoff"] = tradeoff_fits
 
 # ----------------------------------------------------------------------------- paper B, token retrieval
 
-# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in PAPERS.md B and
-# recall.retrieval_forward.  All losses and gradients are full-batch means over the N samples,
-# computed in chunks of samples so that the (N, V) logits are never formed at once.
+# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in the README
+# ("Paper B model") and recall.retrieval_forward.  All losses and gradients are full-batch means
+# over the N samples, computed in chunks of samples so that the (N, V) logits are never formed.
 
 def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
     """Mean cross-entropy and its gradient over all N samples, in chunks.  tokens (N, L),
