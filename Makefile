@@ -1,7 +1,8 @@
 # One target per experiment.  `make figures` runs them all at laptop scale; `make test` runs the
-# tests; `make homework` writes the student copy homework/ and `make check` (EX=N: exercise N
-# only) checks the exercises.  All create .venv and install requirements.txt first.  SCALE=full
-# for the paper's grids, JOBS=N for N parallel processes.
+# tests; `make demo` runs a seminar set at tiny scale; `make homework` writes the student copy
+# homework/ and `make check` (EX=N: exercise N only) checks the exercises.  All create .venv and
+# install requirements.txt first.  SCALE=tiny for seconds, SCALE=full for the paper's grids,
+# JOBS=N for N parallel processes.  `make clean` removes results and caches (figures/ stays).
 PYTHON ?= python3
 PY = .venv/bin/python
 SCALE ?= small
@@ -19,7 +20,7 @@ PAPER_A_FIGURES = linear mlp facts tradeoff
 
 PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length
 
-.PHONY: test figures clean bench homework check $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
+.PHONY: test figures demo clean bench homework check $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
 figures: $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
@@ -39,56 +40,56 @@ check: .venv/ready
 
 fig5: .venv/ready
 	$(RUN) fig5 --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) fig5
+	$(PLOT) fig5 --scale $(SCALE)
 
 # ----------------------------------------------------------------------------- paper A targets
 
 linear: .venv/ready
 	$(RUN) linear --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) linear
+	$(PLOT) linear --scale $(SCALE)
 
 mlp: .venv/ready
 	$(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) mlp
+	$(PLOT) mlp --scale $(SCALE)
 
 facts: .venv/ready
 	$(RUN) facts --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) facts
+	$(PLOT) facts --scale $(SCALE)
 
 tradeoff: .venv/ready
 	$(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) tradeoff
+	$(PLOT) tradeoff --scale $(SCALE)
 
 
 # ----------------------------------------------------------------------------- paper B targets
 
 b_agree: .venv/ready
 	$(RUN) b_agree --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_agree
+	$(PLOT) b_agree --scale $(SCALE)
 
 b_phase: .venv/ready
 	$(RUN) b_phase --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_phase
+	$(PLOT) b_phase --scale $(SCALE)
 
 b_nstar: .venv/ready
 	$(RUN) b_nstar --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_nstar
+	$(PLOT) b_nstar --scale $(SCALE)
 
 b_embed: .venv/ready
 	$(RUN) b_embed --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_embed
+	$(PLOT) b_embed --scale $(SCALE)
 
 b_mlp: .venv/ready
 	$(RUN) b_mlp --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_mlp
+	$(PLOT) b_mlp --scale $(SCALE)
 
 b_long: .venv/ready
 	$(RUN) b_long --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_long
+	$(PLOT) b_long --scale $(SCALE)
 
 b_length: .venv/ready
 	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_length
+	$(PLOT) b_length --scale $(SCALE)
 
 .PHONY: b_terms
 b_terms: .venv/ready
@@ -98,5 +99,11 @@ b_terms: .venv/ready
 bench: .venv/ready
 	$(PY) bench.py
 
+# fig5, linear and b_embed at tiny scale in one process, figures in results/demo/.
+DEMO = fig5 linear b_embed
+demo: .venv/ready
+	for e in $(DEMO); do $(RUN) $$e --scale tiny --jobs 1 && \
+	  $(PLOT) $$e --scale tiny --out results/demo/$$e.png || exit 1; done
+
 clean:
-	rm -rf results figures
+	rm -rf results homework .pytest_cache __pycache__

@@ -1,9 +1,9 @@
 """plots.py -- one function per figure; each reads results files only (see train.py).
 
-    python plots.py                 draw every figure whose results exist
-    python plots.py fig5 ...        draw the named figures
+    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE]
 
-Figures go to figures/<name>.png.  Theory curves come from theory.py.
+draws the named figures (default: every one with results) from the last train.py run at scale
+S (default: the newest run), into figures/<name>.png or FILE.  Theory curves come from theory.py.
 """
 import os
 import sys
@@ -15,7 +15,7 @@ import numpy as np                # noqa: E402
 
 import theory                     # noqa: E402
 import train                      # noqa: E402
-from train import FITS, RESULTS, crossing, fig5_stages, load_records   # noqa: E402
+from train import FITS, RESULTS, SELECT, crossing, fig5_stages, load_records   # noqa: E402
 
 FIGURES = {}   # name -> function(results_dir, path)
 
@@ -28,6 +28,13 @@ def figure(name):
 
 
 def _save(fig, path):
+    """Save at 120 dpi, headed by one line naming the record set drawn (see load_records)."""
+    s = SELECT.pop("drawn", None)
+    if s:
+        over = "".join(f", --set {k}={v}" for k, v in s["set"].items())
+        fig.text(0.01, 1.0, f"{s['experiment']}: scale {s['scale']}, {'/'.join(s['dtypes'])}, "
+                 f"{s['seeds']} seed{'s' * (s['seeds'] != 1)}, {s['n']} run{'s' * (s['n'] != 1)}{over}",
+                 fontsize=8, color="0.35", va="bottom")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -36,8 +43,9 @@ def _save(fig, path):
 
 def _need(records, name, results):
     if not records:
-        raise FileNotFoundError(f"no results for {name} in {results}/{name}/: "
-                                f"run `python train.py {name}` first")
+        s = SELECT["scale"]
+        raise FileNotFoundError(f"nothing to draw for {name} at scale {s or 'any'} in {results}/"
+                                f"{name}/: run `python train.py {name} --scale {s or 'small'}` first")
     return records
 
 
@@ -46,49 +54,36 @@ def _need(records, name, results):
 @figure("fig5")
 def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
     """Total, relation-only and subject-only test losses of linear attention under SGD."""
-    rec = _need(load_records(results, "fig5"), "fig5", results)[-1]
+    rec = _need(load_records(results, "fig5"), "fig5", results)[0]   # a set holds one run
     c, cfg = rec["result"], rec["config"]
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(c["step"], c["total"], color="k", lw=2, label="total loss")
-    ax.plot(c["step"], c["relation"], color="C0", label=r"relation-only: $-\log\sum_{a\in r}p(a)$")
-    ax.plot(c["step"], c["subject"], color="C3", label=r"subject-only: $-\log\sum_{a\equiv y \,(\mathrm{mod}\,D)}p(a)$")
-    ax.axhline(np.log(n_ans), ls="--", color="gray", lw=1)
-    ax.axhline(np.log(D), ls="--", color="gray", lw=1)
-    ax.text(0, np.log(n_ans), rf"$\ln {n_ans}$", va="bottom", ha="left", color="gray")
-    ax.text(0, np.log(D), rf"$\ln {D}$", va="bottom", ha="left", color="gray")
-    stages = fig5_stages(c, n_ans, D)
-    colors = {"plateau": "gray", "hallucination": "C1", "recall": "C2"}
-    for label, (a, b) in stages.items():
+    ax.plot(c["step"], c["total"], color="k", lw=2.5, label="total loss")
+    ax.plot(c["step"], c["relation"], color="C0", lw=2, ls="--",
+            label=r"relation-only: $-\log\sum_{a\in r}p(a)$")
+    ax.plot(c["step"], c["subject"], color="C3", lw=2, ls=":",
+            label=r"subject-only: $-\log\sum_{a\equiv y \,(\mathrm{mod}\,D)}p(a)$")
+    for v in (n_ans, D):                     # labelled at the right end, where no curve is
+        ax.axhline(np.log(v), ls="--", color="gray", lw=1)
+        ax.text(c["step"][-1], np.log(v), rf"$\ln {v}$", va="bottom", ha="right", color="gray")
+    for (label, (a, b)), color in zip(fig5_stages(c, n_ans, D).items(), ("gray", "C1", "C2")):
         if a is not None and b is not None and b > a:
-            ax.axvspan(a, b, alpha=0.07, color=colors[label])
-            ax.text((a + b) / 2, 0.22, label, ha="center", fontsize=8, color="0.3",
+            ax.axvspan(a, b, alpha=0.1, color=color)
+            ax.text((a + b) / 2, 0.78, label, ha="center", va="center", fontsize=9, color="0.25",
                     transform=ax.get_xaxis_transform())
     ax.set_xlabel("SGD step")
     ax.set_ylabel("test loss (nats)")
-    ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear attention",
-                 fontsize=9)
-    ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.9))
+    ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear "
+                 f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}", fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return _save(fig, path)
 
 
 # ----------------------------------------------------------------------------- paper A, capacity figures
 
 def _one_scale(records, configs=None):
-    """The records of one scale only, so a partial full-scale run never mixes with the
-    default one: "full" if any full-scale record exists, else the rest.  With configs (a
-    train.<x>_configs function), also drop stale records whose config the current code no
-    longer builds (e.g. after a grid change), for any base seed present."""
-    full = [r for r in records if r["config"].get("scale") == "full"]
-    recs = full or [r for r in records if r["config"].get("scale") != "full"]
-    double = [r for r in recs if r["config"].get("dtype", "float64") == "float64"]
-    recs = double or recs                    # one precision too: float64 unless only float32
-    if configs is not None and recs and "scale" in recs[0]["config"]:
-        scale = recs[0]["config"]["scale"]
-        current = [c for b in {r["config"]["seed"] for r in recs} for c in configs(scale, b)]
-        bare = lambda c: {k: v for k, v in c.items() if k != "dtype"}   # noqa: E731
-        recs = [r for r in recs if bare(r["config"]) in current] or recs
-    return recs
+    """The records as loaded: load_records already returns one scale's current record set."""
+    return records
 
 
 def _group(records, *keys):
@@ -99,18 +94,16 @@ def _group(records, *keys):
     return out
 
 
-def _by(records, key):
-    """Group records by config[key]: sorted keys and, per key, the list of results."""
-    groups = {k: [r["result"] for r in rs] for (k,), rs in _group(records, key).items()}
-    return sorted(groups), groups
-
-
-def _band(ax, x, results, key, color, label):
-    """Mean over seeds with a min-max band; returns the plotted (x, mean) for the tests."""
-    vals = [[res[key] for res in rs] for rs in results]
+def _band(ax, records, x_of, key, color, label, style="o-", ms=None):
+    """result[key] against x_of(record): mean over seeds with a min-max band; returns the
+    plotted (x, mean) for the tests.  ms: open markers of that size, so a curve drawn over
+    another one leaves it visible."""
+    x = sorted({x_of(r) for r in records})
+    vals = [[r["result"][key] for r in records if x_of(r) == v] for v in x]
     mean = np.array([np.mean(v) for v in vals])
     ax.fill_between(x, [min(v) for v in vals], [max(v) for v in vals], color=color, alpha=0.2, lw=0)
-    ax.plot(x, mean, "o-", color=color, ms=3, label=label)
+    ax.plot(x, mean, style, color=color, ms=ms or 4, mew=1.5, mfc="none" if ms else color,
+            label=label)
     return list(map(float, x)), mean.tolist()
 
 
@@ -124,19 +117,18 @@ def _save_with_data(fig, path, data):
 @figure("linear")
 def plot_linear(results=RESULTS, path="figures/linear.png"):
     """N vs d^2 for the trained (99%, 100%) and Hebbian memories, with the theory lines."""
-    recs = _one_scale(_need(load_records(results, "linear"), "linear", results),
-                      train.linear_configs)
-    ds, groups = _by(recs, "d")
+    recs = _need(load_records(results, "linear"), "linear", results)
     fits = FITS["linear"](recs)
-    x = np.array(ds, float) ** 2
+    ds = [r["config"]["d"] for r in recs]
     fig, ax = plt.subplots(figsize=(6.0, 4.4))
     plotted = {}
-    for key, color, label in [("cap99", "C0", "trained, 99%"), ("cap100", "C2", "trained, 100%"),
-                              ("hebb100", "C3", r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
+    for key, color, style, label in [("cap99", "C0", "o-", "trained, 99%"),
+                                     ("cap100", "C2", "s--", "trained, 100% (open squares)"),
+                                     ("hebb100", "C3", "^-", r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
         c = fits.get(key, {}).get("c", float("nan"))
-        plotted[key] = _band(ax, x, [groups[d] for d in ds], key, color,
-                             f"{label} (fit $c$={c:.2f})")
-    dd = np.geomspace(min(ds), max(ds), 50)
+        plotted[key] = _band(ax, recs, lambda r: r["config"]["d"] ** 2, key, color,
+                             f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
+    dd = np.geomspace(min(ds) / 1.2, max(ds) * 1.2, 50)      # visible for a single d too
     for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2\,N\ln N$ (sharp top-1)"),
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
@@ -147,15 +139,14 @@ def plot_linear(results=RESULTS, path="figures/linear.png"):
     ax.set_xlabel(r"parameters $d^2$")
     ax.set_ylabel(r"capacity $N$ (associations)")
     ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
 @figure("mlp")
 def plot_mlp(results=RESULTS, path="figures/mlp.png"):
     """N vs m d for both output regimes, one colour per alpha = m/d, with the authors' lines."""
-    recs = _one_scale(_need(load_records(results, "mlp"), "mlp", results),
-                      train.mlp_configs)
+    recs = _need(load_records(results, "mlp"), "mlp", results)
     fits = FITS["mlp"](recs)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
     plotted = {}
@@ -163,15 +154,13 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
         rs = [r for r in recs if r["config"]["regime"] == regime]
         for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
-            mds, groups = _by([{"config": {"md": r["result"]["md"]}, "result": r["result"]}
-                               for r in sub], "md")
-            plotted[f"{regime} alpha={alpha}"] = _band(ax, np.array(mds, float),
-                                                       [groups[v] for v in mds], "cap99",
-                                                       f"C{i}", rf"$m = {alpha}\,d$")
+            plotted[f"{regime} alpha={alpha}"] = _band(ax, sub, lambda r: r["result"]["md"], "cap99",
+                                                       f"C{i}", rf"$m = {alpha}\,d$",
+                                                       "osD^v"[i % 5] + "-", 5 + 2 * i)
         if not rs:
             continue
         md_all = [r["result"]["md"] for r in rs]
-        xx = np.geomspace(min(md_all), max(md_all), 50)
+        xx = np.geomspace(min(md_all) / 1.4, max(md_all) * 1.4, 50)
         ref = ("$m d = 0.35\\,N\\ln N$" if regime == "M=N" else "$m d = 1.2\\,N$")
         ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
                 label=f"{ref} (authors)")
@@ -185,7 +174,7 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
         ax.set_yscale("log")
         ax.set_xlabel(r"$m \cdot d$")
         ax.set_ylabel(r"capacity $N$ (99% recalled)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     fig.tight_layout()
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 
@@ -516,18 +505,25 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
 # ----------------------------------------------------------------------------- command line
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    unknown = [n for n in argv if n not in FIGURES]
-    if unknown:
-        sys.stderr.write(f"plots.py: error: unknown figure(s) {unknown}; known: {sorted(FIGURES)}\n")
-        sys.exit(2)
-    for name in argv or FIGURES:
+    p = train._Parser(prog="plots.py", description="Draw figures from train.py's results.")
+    p.add_argument("experiments", nargs="*", metavar="EXPERIMENT",
+                   help=f"any of {', '.join(FIGURES)} (default: every one with results)")
+    p.add_argument("--results", default=RESULTS, help="results folder (default: results)")
+    p.add_argument("--out", help="figure file (one EXPERIMENT only; default: figures/...png)")
+    p.add_argument("--scale", choices=["tiny", "small", "full", "custom"],
+                   help="draw the last run at this scale (default: the newest run)")
+    args = p.parse_args(argv)
+    unknown = [n for n in args.experiments if n not in FIGURES]
+    if unknown or (args.out and len(args.experiments) != 1):
+        p.error(f"unknown figure(s) {unknown}; known: {', '.join(FIGURES)}" if unknown
+                else "--out needs exactly one EXPERIMENT")
+    SELECT["scale"] = args.scale
+    for name in args.experiments or FIGURES:
         try:
-            print(FIGURES[name](RESULTS))
+            print(FIGURES[name](args.results, *[args.out] * bool(args.out)))
         except FileNotFoundError as e:
-            if argv:
-                sys.stderr.write(f"plots.py: error: {e}\n")
-                sys.exit(1)
+            if args.experiments:
+                p.exit(1, f"plots.py: error: {e}\n")
             print(f"skipped {name}: {e}")
 
 

@@ -287,8 +287,7 @@ def test_fig5_relation_is_learned_before_subject():
 def test_fig5_figure_renders(tmp_path):
     cfg = train.fig5_config(steps=40, eval_every=10)
     cfg.update(batch=64, n_test=128)
-    rec = {"experiment": "fig5", "config": cfg, "result": train.run_fig5_one(cfg), "seconds": 0}
-    train.save_json(str(tmp_path / "fig5" / "x.json"), rec)
+    train.sweep("fig5", [cfg], train.run_fig5_one, str(tmp_path))
     path = plots.plot_fig5(str(tmp_path), str(tmp_path / "f.png"))
     assert os.path.getsize(path) > 10000
 
@@ -360,7 +359,7 @@ def test_sweep_resumes_without_recomputing(tmp_path):
         train.sweep("fig5", configs, _interrupt_at_seed_2, str(tmp_path))
     done = train.load_records(str(tmp_path), "fig5")
     assert sorted(r["config"]["seed"] for r in done) == [0, 1]
-    before = {f: os.path.getmtime(tmp_path / "fig5" / f) for f in os.listdir(tmp_path / "fig5")}
+    before = {f: os.path.getmtime(f) for f in (tmp_path / "fig5").glob("[!_]*")}   # records
     seen = []
     def fn(cfg):
         seen.append(cfg["seed"])
@@ -368,7 +367,7 @@ def test_sweep_resumes_without_recomputing(tmp_path):
     records = train.sweep("fig5", configs, fn, str(tmp_path))
     assert seen == [2, 3]                           # the finished two were not recomputed
     assert [r["config"]["seed"] for r in records] == [0, 1, 2, 3]
-    assert all(os.path.getmtime(tmp_path / "fig5" / f) == t for f, t in before.items())
+    assert all(os.path.getmtime(f) == t for f, t in before.items())
     assert not [f for f in os.listdir(tmp_path / "fig5") if ".tmp" in f]
 
 
@@ -421,7 +420,7 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.fit_constant([1, 2], [2, 8]) == pytest.approx(math.sqrt(8))     # geomean(2, 4)
     with pytest.raises(ValueError):
         theory.fit_constant([1, 0], [1, 1])
-    # the bits per parameter the authors' lines imply (PAPERS C: ~1.1 linear, ~2.1 MLP)
+    # the bits per parameter the authors' lines imply (~1.1 linear, ~2.1 MLP)
     assert theory.bits_per_param_linear(1.3) == pytest.approx(1 / (1.3 * math.log(2)))
     assert theory.bits_per_param_linear(1.3) == pytest.approx(1.11, abs=0.01)
     assert theory.bits_per_param_mlp(0.35, "M=N") == pytest.approx(2.06, abs=0.01)
@@ -452,9 +451,10 @@ def test_linear_tiny_run_and_figure(tmp_path):
         res = r["result"]
         assert res["cap99"] >= res["cap100"] > res["hebb100"] >= 2   # training beats Hebbian
         assert r["config"]["seed"] in (0, 1, 2) and r["seconds"] >= 0
-    mtimes = [os.path.getmtime(p) for p in (tmp_path / "linear").iterdir()]
+    mtimes = lambda: [os.path.getmtime(p) for p in (tmp_path / "linear").glob("[!_]*")]  # noqa
+    before = mtimes()
     train.sweep("linear", cfgs, train.run_linear_one, str(tmp_path), 1)   # resumes: no rerun
-    assert mtimes == [os.path.getmtime(p) for p in (tmp_path / "linear").iterdir()]
+    assert before == mtimes()
     path = plots.plot_linear(str(tmp_path), str(tmp_path / "linear.png"))
     assert os.path.exists(path)
     shown = _plotted_json(path)
@@ -532,13 +532,73 @@ def test_tradeoff_frontier_and_tiny_run(tmp_path):
         assert shown["acc"][i][j] == res["fresh_acc"]
 
 
-def test_plots_use_one_scale_and_drop_stale_records():
-    cur = train.linear_configs("small", 0)[:2]
-    stale = dict(cur[0], steps=7)                         # a config the code no longer builds
-    full = train.linear_configs("full", 0)[0]
-    recs = [{"config": c} for c in cur + [stale]]
-    assert [r["config"] for r in plots._one_scale(recs, train.linear_configs)] == cur
-    assert [r["config"] for r in plots._one_scale(recs + [{"config": full}])] == [full]
+def test_set_overrides_fields_and_collapses_the_grid(tmp_path):
+    r = run_cli("linear", "--scale", "tiny", "--set", "d=24", "--set", "lr=500", "--list")
+    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]   # no table lines
+    assert r.returncode == 0 and len(cfgs) == 2                  # 3 d x 2 seeds -> 1 d x 2 seeds
+    assert cfgs == [dict(train.linear_config("tiny", 24, s), lr=500.0) for s in (0, 1)]
+    r = run_cli("mlp", "--scale", "tiny", "--set", "M=none", "--set", "alpha=2", "--list")
+    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines() if "\t" in line]
+    assert {(c["d"], c["alpha"], c["M"], c["regime"]) for c in cfgs} == {(8, 2, None, "M=N"),
+                                                                       (16, 2, None, "M=N")}
+    assert train.parse_value("3", [0.5, 1]) == 3 and train.parse_value("3", [0.5]) == 3.0
+    assert train.parse_value("none", [None, 32]) is None and train.parse_value("x", ["a"]) == "x"
+
+
+@pytest.mark.parametrize("args", [["--set", "nope=1"], ["--set", "d=abc"], ["--set", "d=2.5"],
+                                  ["--set", "d"]])
+def test_set_unknown_key_or_bad_value_exits_2_naming_the_keys(args):
+    r = run_cli("linear", *args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert args[1] == "d" or "d, hi, lo, lr, ratio, scale, seed, steps" in r.stderr
+
+
+def test_set_run_is_drawn_from_another_folder(tmp_path):
+    r = run_cli("linear", "--scale", "tiny", "--set", "d=8", "--set", "steps=200",
+                "--out", str(tmp_path / "res"))
+    assert r.returncode == 0, r.stderr
+    (manifest,) = (tmp_path / "res" / "linear").glob("_set-*.json")
+    assert manifest.name == "_set-tiny.json"
+    assert json.loads(manifest.read_text())["set"] == {"d": 8, "steps": 200}
+    out = tmp_path / "pics" / "lin.png"
+    r = subprocess.run([sys.executable, os.path.join(HERE, "plots.py"), "linear", "--results",
+                        str(tmp_path / "res"), "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0 and out.exists(), r.stderr
+    assert _plotted_json(out)["plotted"]["cap99"][0] == [64.0]       # d = 8 only
+    r = subprocess.run([sys.executable, os.path.join(HERE, "plots.py"), "linear", "--scale", "full",
+                        "--results", str(tmp_path / "res")], capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "full" in r.stderr
+
+
+def test_two_sweeps_of_one_runner_make_one_set_and_both_take_set(tmp_path, monkeypatch):
+    def run_two(out, scale, jobs, seed):
+        a = train.sweep("two", [_tiny_fig5(0)], train.run_fig5_one, out)
+        return a + train.sweep("two", [_tiny_fig5(1), _tiny_fig5(2)], train.run_fig5_one, out)
+    monkeypatch.setattr(train, "EXPERIMENTS", dict(train.EXPERIMENTS))    # registers "two"
+    monkeypatch.setitem(train.SELECT, "set", {"steps": 20, "seed": 5})
+    recs = train.experiment("two", "two sweeps")(run_two)(str(tmp_path), "tiny")
+    assert [(r["config"]["seed"], r["config"]["steps"]) for r in recs] == [(5, 20), (5, 20)]
+    assert train.load_records(str(tmp_path), "two") == recs[:1]     # one config, listed once
+    monkeypatch.setitem(train.SELECT, "set", {})
+    recs = train.experiment("two", "two sweeps")(run_two)(str(tmp_path), "tiny")
+    assert [r["config"]["seed"] for r in train.load_records(str(tmp_path), "two")] == [0, 1, 2]
+
+
+def test_figure_draws_the_chosen_record_set_not_a_stray_record(tmp_path, monkeypatch):
+    small = train.run_fig5(str(tmp_path), "small", steps=10)[0]
+    tiny = train.run_fig5(str(tmp_path), "tiny", steps=10)[0]
+    stray = dict(tiny, config=dict(tiny["config"], seed=9),
+                 result=dict(tiny["result"], total=[7.0, 7.0]))
+    train.save_json(str(tmp_path / "fig5" / "ffffffffffff.json"), stray)   # sorts last
+    drawn, save = {}, plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.update(
+        path=save(fig, path), y=list(fig.axes[0].lines[0].get_ydata()), head=fig.texts[0].get_text()))
+    for scale, rec in (("small", small), ("tiny", tiny), (None, tiny)):   # None: the newest
+        monkeypatch.setitem(train.SELECT, "scale", scale)
+        plots.plot_fig5(str(tmp_path), str(tmp_path / "f.png"))
+        assert drawn["y"] == rec["result"]["total"] and rec["result"]["total"] != [7.0, 7.0]
+        assert drawn["head"].startswith(f"fig5: scale {scale or 'tiny'}, float64, 1 seed")
 
 
 # ----------------------------------------------------------------------------- paper B experiments
@@ -658,7 +718,7 @@ def test_paper_b_experiment_tiny(name, tmp_path):
     kwargs = {"seeds": 1} if name == "b_agree" else {}
     records = runner(out=str(tmp_path), scale="tiny", jobs=1, seed=0, **kwargs)
     assert records and all("result" in r for r in records)
-    assert len(os.listdir(tmp_path / name)) == len(records)
+    assert len(list((tmp_path / name).glob("[!_]*.json"))) == len(records)
     path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
     assert os.path.getsize(path) > 1000
 

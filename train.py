@@ -16,7 +16,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
+import contextlib
+import functools
+import glob
 import hashlib
+import io
 import json
 import math
 import multiprocessing as mp
@@ -102,48 +106,49 @@ RESULTS = "results"
 
 
 def config_key(config):
-    """A short stable name for a config: readable prefix + hash of its canonical JSON."""
+    """A short stable name for a config: a hash of its canonical JSON."""
     blob = json.dumps(config, sort_keys=True, default=float)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
 def save_json(path, obj):
-    """Write then rename, so a reader (or an interrupted run) never sees half a file."""
+    """Write then rename, so a reader (or an interrupted run) never sees half a file.
+    NumPy scalars and arrays are written as numbers and lists."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=_json_default)
+        json.dump(obj, f, indent=1, default=lambda o: o.tolist())
     os.replace(tmp, path)
 
 
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o)}")
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
-def load_records(out, experiment):
-    """All finished records of one experiment, sorted by config key."""
+def load_records(out, experiment, scale=None):
+    """The finished records of the last run at one scale (default SELECT["scale"], else the
+    newest run), as sweep listed them in OUT/<experiment>/_set-<scale>.json.  Leaves the set's
+    scale, overrides, seeds and dtypes in SELECT["drawn"] for the figure's header line."""
     folder = os.path.join(out, experiment)
-    if not os.path.isdir(folder):
+    scale = scale or SELECT["scale"]
+    sets = sorted(glob.glob(os.path.join(folder, f"_set-{scale or '*'}.json")), key=os.path.getmtime)
+    if not sets:
         return []
-    recs = []
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".json"):
-            with open(os.path.join(folder, name)) as f:
-                recs.append(json.load(f))
+    manifest = read_json(sets[-1])
+    paths = [os.path.join(folder, key + ".json") for key in manifest["keys"]]
+    recs = [read_json(p) for p in paths if os.path.exists(p)]
+    SELECT["drawn"] = dict(manifest, n=len(recs), seeds=len({r["config"].get("seed") for r in recs}),
+                           dtypes=sorted({r["config"].get("dtype", "float64") for r in recs}))
     return recs
 
 
-def _run_record(experiment, fn, config):
+def _run_record(job):
+    path, experiment, fn, config = job
     t0 = time.time()
     result = fn(config)
-    return {"experiment": experiment, "config": config, "result": result,
-            "seconds": round(time.time() - t0, 3)}
+    return path, {"experiment": experiment, "config": config, "result": result,
+                  "seconds": round(time.time() - t0, 3)}
 
 
 class _Progress:
@@ -151,34 +156,29 @@ class _Progress:
     Shown when stderr is a terminal (or RECALL_PROGRESS=1)."""
 
     def __init__(self, label, total, done=0):
-        self.label, self.total, self.done, self.t0 = label, total, done, time.time()
-        self.start_done = done
-        self.enabled = sys.stderr.isatty() or os.environ.get("RECALL_PROGRESS") == "1"
+        self.label, self.total, self.done, self.start, self.t0 = label, total, done, done, time.time()
+        self.on = sys.stderr.isatty() or os.environ.get("RECALL_PROGRESS") == "1"
         self.stop = threading.Event()
-        if self.enabled and done < total:
+        if self.on and done < total:
             threading.Thread(target=self._tick, daemon=True).start()
 
     def _tick(self):
         while not self.stop.wait(1.0):
-            self._draw()
-
-    def _draw(self):
-        el = time.time() - self.t0
-        new = self.done - self.start_done
-        left = f"~{el / new * (self.total - self.done):.0f}s left" if new else "time left unknown"
-        sys.stderr.write(f"\r{self.label}: {self.done}/{self.total} done, {el:.0f}s elapsed, "
-                         f"{left}   ")
-        sys.stderr.flush()
+            self.update(0)
 
     def update(self, n=1):
         self.done += n
-        if self.enabled:
-            self._draw()
+        if self.on:
+            el, new = time.time() - self.t0, self.done - self.start
+            left = f"~{el / new * (self.total - self.done):.0f}s left" if new else "time left unknown"
+            sys.stderr.write(f"\r{self.label}: {self.done}/{self.total} done, {el:.0f}s elapsed, "
+                             f"{left}   ")
+            sys.stderr.flush()
 
     def close(self):
         self.stop.set()
-        if self.enabled:
-            self._draw()
+        self.update(0)
+        if self.on:
             sys.stderr.write("\n")
 
 
@@ -186,30 +186,47 @@ def _ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # workers leave Ctrl-C to the parent
 
 
-def _run_record_star(args):
-    return args[0], _run_record(*args[1:])
+# Set by the CLI: `list` the configs, or run `only` config I; the --`set` overrides; the config
+# `fields` seen, with their values; the `scale` running or to draw; the sets this run `written`.
+SELECT = {"list": False, "only": None, "set": {}, "fields": {}, "scale": None, "written": set()}
 
 
-# Set by the CLI: list the configs instead of running them, or run only config number `only`
-# (one independent command per configuration, for job arrays and GNU parallel).
-SELECT = {"list": False, "only": None}
-
-
-def sweep(experiment, configs, fn, out=RESULTS, jobs=1):
+def sweep(experiment, configs, fn, out=RESULTS, jobs=1, derive=None):
     """Run fn(config) -> dict for every config without a finished record; return all records.
 
     configs: JSON-able dicts, each carrying its own seed, so results do not depend on `jobs`
     or on the order of execution.  fn must be a module-level function (it is pickled for the
     process pool).  Each finished run is saved at once as results/<experiment>/<key>.json.
     Ctrl-C stops cleanly: finished records are kept, the runs in flight are lost.
+
+    --set KEY=VALUE replaces KEY in every config that has it, after derive(config), if given,
+    has recomputed the fields that follow from others (e.g. a bracket from d); identical configs
+    run once.  The record set plots.py draws (config keys, scale, overrides; one per runner
+    call) goes to results/<experiment>/_set-<scale>.json.
     """
     jobs = rc._check_int("jobs", jobs)
+    for c in configs:
+        for k, v in c.items():
+            SELECT["fields"].setdefault(k, []).append(v)
+    if SELECT["set"]:
+        over = lambda c: {k: v for k, v in SELECT["set"].items() if k in c}   # noqa: E731
+        configs = [dict(derive(dict(c, **over(c))) if derive else c, **over(c)) for c in configs]
+    configs = list({config_key(c): c for c in configs}.values())     # duplicates run once
     folder = os.path.join(out, experiment)
-    paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
+    keys = [config_key(c) for c in configs]
+    paths = [os.path.join(folder, k + ".json") for k in keys]
     if SELECT["list"]:
         for i, (c, p) in enumerate(zip(configs, paths)):
             print(f"{i}\t{'done' if os.path.exists(p) else 'todo'}\t{json.dumps(c, sort_keys=True)}")
         return []
+    manifest = os.path.join(folder, f"_set-{SELECT['scale'] or 'custom'}.json")
+    if manifest in SELECT["written"]:
+        old = read_json(manifest)["keys"]
+        keys = old + [k for k in keys if k not in old]
+    save_json(manifest, {"experiment": experiment, "scale": SELECT["scale"] or "custom",
+                         "set": SELECT["set"], "keys": keys})
+    if SELECT["scale"]:
+        SELECT["written"].add(manifest)
     if SELECT["only"] is not None:
         if not 0 <= SELECT["only"] < len(configs):
             raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, "
@@ -221,28 +238,20 @@ def sweep(experiment, configs, fn, out=RESULTS, jobs=1):
         pool = mp.Pool(min(jobs, len(todo)), initializer=_ignore_sigint)
     progress = _Progress(experiment, len(configs), len(configs) - len(todo))
     try:
-        if pool is None:
-            for p, *args in todo:
-                save_json(p, _run_record(*args))
-                progress.update()
-        else:
-            try:
-                for p, record in pool.imap_unordered(_run_record_star, todo):
-                    save_json(p, record)
-                    progress.update()
-                pool.close()
-            except BaseException:
-                pool.terminate()                     # Ctrl-C: drop the runs in flight
-                raise
-            finally:
-                pool.join()
+        for path, record in (pool.imap_unordered(_run_record, todo) if pool else map(_run_record, todo)):
+            save_json(path, record)
+            progress.update()
+        if pool:
+            pool.close()
+    except BaseException:
+        if pool:
+            pool.terminate()                         # Ctrl-C: drop the runs in flight
+        raise
     finally:
+        if pool:
+            pool.join()
         progress.close()
-    records = []
-    for p in paths:
-        with open(p) as f:
-            records.append(json.load(f))
-    return records
+    return [read_json(p) for p in paths]
 
 
 # ----------------------------------------------------------------------------- experiments registry
@@ -251,14 +260,22 @@ EXPERIMENTS = {}   # name -> (runner, help, [(flag, type, default, help), ...])
 
 
 def experiment(name, help, options=()):
-    """Register a runner  run(out, scale, jobs, seed, **options) -> list of records."""
+    """Register a runner  run(out, scale, jobs, seed, **options) -> records; SELECT["scale"]."""
     def register(fn):
-        EXPERIMENTS[name] = (fn, help, list(options))
-        return fn
+        @functools.wraps(fn)
+        def run(out=RESULTS, scale="small", jobs=1, seed=0, **kw):
+            SELECT.update(scale=scale, written=set())
+            try:
+                return fn(out=out, scale=scale, jobs=jobs, seed=seed, **kw)
+            finally:
+                SELECT.update(scale=None, written=set())
+        EXPERIMENTS[name] = (run, help, list(options))
+        return run
     return register
 
 
 # ----------------------------------------------------------------------------- paper A, Fig. 5: sequential learning
+# "README A1" .. "A5": paper A's setups as the README states them, in its section "Paper A setups".
 
 def fig5_losses(logits, y, D):
     """Total, relation-only and subject-only cross-entropy (means over rows).
@@ -289,7 +306,7 @@ def fig5_stages(curve, n_answers, D):
 
 
 def run_fig5_one(cfg):
-    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (PAPERS A5)."""
+    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (README A5)."""
     rng = np.random.default_rng(cfg["seed"])
     dt = np.dtype(cfg.get("dtype", "float64"))
     task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
@@ -315,18 +332,23 @@ def run_fig5_one(cfg):
     return curve
 
 
-def fig5_config(steps=8192, seed=0, eval_every=64, dtype="float64"):
-    return {"S": 16, "R": 4, "D": 8, "T": 32, "lr": 0.1, "batch": 1024, "init": 1e-5,
-            "steps": steps, "n_test": 4096, "eval_every": eval_every, "seed": seed,
-            "dtype": dtype}
+def fig5_config(steps=None, seed=0, eval_every=64, dtype="float64", scale="small"):
+    """The paper's run, 8192 steps, at every scale but tiny; tiny: lr 0.3 and batch 256, so the
+    same three stages pass in 2048 steps (about 5 s)."""
+    tiny = scale == "tiny"
+    return {"S": 16, "R": 4, "D": 8, "T": 32, "lr": 0.3 if tiny else 0.1,
+            "batch": 256 if tiny else 1024, "init": 1e-5, "steps": steps or (2048 if tiny else 8192),
+            "n_test": 1024 if tiny else 4096, "eval_every": 32 if tiny else eval_every,
+            "seed": seed, "dtype": dtype}
 
 
 @experiment("fig5", "paper A Fig. 5: sequential learning and the hallucination stage",
-            [("--steps", "positive_int", 8192, "SGD steps (paper: 8192)"),
+            [("--steps", "positive_int", None, "SGD steps (paper: 8192; tiny scale: 2048)"),
              ("--dtype", "dtype", "float64", "float64 or float32")])
-def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="float64"):
-    """The paper's run is cheap (about half a minute), so both scales run it in full."""
-    records = sweep("fig5", [fig5_config(steps, seed, dtype=dtype)], run_fig5_one, out, jobs)
+def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=None, dtype="float64"):
+    """The paper's run is cheap (half a minute to two), so small and full both run it."""
+    records = sweep("fig5", [fig5_config(steps, seed, dtype=dtype, scale=scale)], run_fig5_one,
+                    out, jobs)
     for r in records:
         c, cfg = r["result"], r["config"]
         st = fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"])
@@ -343,39 +365,43 @@ def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="floa
 # path the bisection took, and a trial can be memoised and shared by several criteria.
 
 
-LINEAR_D_FULL = [8, 11, 16, 22, 32, 45, 64, 90, 128, 181, 256]
-LINEAR_D_SMALL = [8, 11, 16, 22, 32]
+LINEAR_GRID = {"tiny": ([8, 11, 16], 2), "small": ([8, 11, 16, 22, 32], 3),   # d, seeds
+               "full": ([8, 11, 16, 22, 32, 45, 64, 90, 128, 181, 256], 5)}
+
+
+def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, patience=None):
+    """Full-batch Adam on the items x = 0..N-1 with labels y (N,) until the accuracy reaches
+    stop_at, `steps` run out or ([ours]) it has not improved for `patience` steps.  Returns the
+    first steps with accuracy >= 0.99 and = 1 (None if never), the best accuracy, steps taken."""
+    x = np.arange(len(y))                                          # (N,)
+    state = adam_init(params)
+    out, best_step = {"first99": None, "first100": None, "best": 0.0}, 0
+    for step in range(steps + 1):
+        logits, cache = forward(params, fixed, x)                  # (N, classes)
+        acc = rc.accuracy(logits, y)
+        if acc > out["best"]:
+            out["best"], best_step = acc, step
+        if acc >= 0.99 and out["first99"] is None:
+            out["first99"] = step
+        if acc == 1.0:
+            out["first100"] = step
+        if acc >= stop_at or step == steps or (patience and step - best_step >= patience):
+            return dict(out, steps=step)
+        _, dlogits = rc.cross_entropy(logits, y)
+        adam_step(params, backward(dlogits, cache), state, lr)
 
 
 def linear_memory_trial(N, d, seed, lr, steps):
-    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (PAPERS A1).
-
-    Trains until every item is recalled or `steps` run out.  Returns the first step with
-    accuracy >= 0.99 and with accuracy = 1 (None if never), and the best accuracy seen.
-    """
+    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (README A1), until
+    every item is recalled or `steps` run out (see fit_memory)."""
     rng = np.random.default_rng([seed, d, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"), "U": rc.embeddings(N, d, rng, "sphere")}
-    x = np.arange(N)                                               # (N,)  item i -> class i
     params = {"W": np.zeros((d, d))}                               # [ours] zero init
-    state = adam_init(params)
-    first99 = first100 = None
-    best = 0.0
-    for step in range(steps + 1):
-        logits, cache = rc.linear_memory_forward(params, fixed, x)   # (N, N)
-        acc = rc.accuracy(logits, x)
-        best = max(best, acc)
-        if acc >= 0.99 and first99 is None:
-            first99 = step
-        if acc == 1.0:
-            first100 = step
-            break
-        if step == steps:
-            break
-        _, dlogits = rc.cross_entropy(logits, x)
-        adam_step(params, rc.linear_memory_backward(dlogits, cache), state, lr)
+    out = fit_memory(rc.linear_memory_forward, rc.linear_memory_backward, params, fixed,
+                     np.arange(N), lr, steps)                      # item i -> class i
     if not np.isfinite(params["W"]).all():
         raise FloatingPointError(f"linear memory diverged at N={N}, d={d}, lr={lr}")
-    return {"N": N, "first99": first99, "first100": first100, "best": best, "steps": step}
+    return dict(out, N=N)
 
 
 def hebbian_accuracy(N, d, seed):
@@ -404,29 +430,28 @@ def run_linear_one(cfg):
             "hebbian_trials": [[N, heb[N]] for N in sorted(heb)]}
 
 
-def linear_configs(scale, seed):
-    """full: PAPERS A1 (d grid, 5 seeds, Adam lr 1000, 4096 steps, bracket [d, d^2/2], ratio 1.01).
-    small: d <= 32, 3 seeds, 1024 steps, ratio 1.03, and the bracket [N(c=4), N(c=0.8)] from
-    d^2 = c N ln N (our runs put the capacity at c = 0.85 to 1.2, well inside)."""
+def linear_config(scale, d, seed):
+    """One capacity search.  full: README A1 (Adam lr 1000, 4096 steps, bracket [d, d^2/2],
+    ratio 1.01).  small and tiny: 1024 steps, ratio 1.03, and the bracket [N(c=4), N(c=0.8)]
+    from d^2 = c N ln N (our runs put the capacity at c = 0.85 to 1.2, well inside)."""
     full = scale == "full"
-    out = []
-    for d in (LINEAR_D_FULL if full else LINEAR_D_SMALL):
-        for s in range(seed, seed + (5 if full else 3)):
-            if full:
-                lo, hi = d, d * d // 2
-            else:
-                lo = max(2, int(theory.linear_capacity_N(d, 4.0)))
-                hi = min(d * d // 2, int(theory.linear_capacity_N(d, 0.8)) + 1)
-            out.append({"scale": scale, "d": d, "seed": s, "lr": 1000.0, "steps": 4096 if full else 1024,
-                        "ratio": 1.01 if full else 1.03, "lo": lo, "hi": hi})
-    return out
+    lo, hi = (d, d * d // 2) if full else (max(2, int(theory.linear_capacity_N(d, 4.0))),
+                                           min(d * d // 2, int(theory.linear_capacity_N(d, 0.8)) + 1))
+    return {"scale": scale, "d": d, "seed": seed, "lr": 1000.0, "steps": 4096 if full else 1024,
+            "ratio": 1.01 if full else 1.03, "lo": lo, "hi": hi}
+
+
+def linear_configs(scale, seed):
+    ds, n_seeds = LINEAR_GRID[scale]
+    return [linear_config(scale, d, s) for d in ds for s in range(seed, seed + n_seeds)]
 
 
 @experiment("linear", "paper A Fig. 1 left: linear associative memory capacity, trained and Hebbian",
             [("--dmax", "positive_int", 256, "only the d <= DMAX of the grid")])
 def run_linear(out=RESULTS, scale="small", jobs=1, seed=0, dmax=256):
     cfgs = [c for c in linear_configs(scale, seed) if c["d"] <= dmax]
-    recs = sweep("linear", cfgs, run_linear_one, out, jobs)
+    recs = sweep("linear", cfgs, run_linear_one, out, jobs,
+                 derive=lambda c: linear_config(c["scale"], c["d"], c["seed"]))
     print(linear_table(recs))
     print_fits("linear", recs)
     return recs
@@ -468,40 +493,23 @@ def print_fits(name, records):
         print(f"{name} {key}: " + ", ".join(f"{k} = {x:.3g}" for k, x in v.items()))
 
 
-MLP_D_FULL = [8, 11, 16, 22, 32, 45, 64, 90]
-MLP_ALPHAS = [1, 2, 4, 8]
+MLP_GRID = {"tiny": ([8, 16], 256, 1), "small": ([8, 11, 16], 1024, 1),   # d, max m d, seeds
+            "full": ([8, 11, 16, 22, 32, 45, 64, 90], math.inf, 5)}
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
-    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (PAPERS A2).
-
-    M = None: N classes, f(i) = i;  M = 32: f(i) = (i M) // N.  Init variance 1/fan_in.
-    Stops at accuracy >= 0.99, after `steps`, or (if patience is set, [ours]) once the best
-    accuracy has not improved for `patience` steps.  Returns the success step (or None).
-    """
+    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (README A2),
+    until 99% of the items are recalled (see fit_memory).  M = None: N classes, f(i) = i;
+    M = 32: f(i) = (i M) // N.  Init variance 1/fan_in."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
-    n_classes = N if M is None else M
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"),
-             "U": rc.embeddings(n_classes, d, rng, "sphere")}
-    x = np.arange(N)                                               # (N,)
-    y = x if M is None else (x * M) // N                           # (N,)
+             "U": rc.embeddings(N if M is None else M, d, rng, "sphere")}
     params = {"W1": rng.standard_normal((d, m)) / np.sqrt(d), "b1": np.zeros(m),
               "W2": rng.standard_normal((m, d)) / np.sqrt(m)}
-    state = adam_init(params)
-    best, best_step, first99 = 0.0, 0, None
-    for step in range(steps + 1):
-        logits, cache = rc.mlp_memory_forward(params, fixed, x)     # (N, n_classes)
-        acc = rc.accuracy(logits, y)
-        if acc > best:
-            best, best_step = acc, step
-        if acc >= 0.99:
-            first99 = step
-            break
-        if step == steps or (patience and step - best_step >= patience):
-            break
-        _, dlogits = rc.cross_entropy(logits, y)
-        adam_step(params, rc.mlp_memory_backward(dlogits, cache), state, lr)
-    return {"N": N, "first99": first99, "best": best, "steps": step}
+    y = np.arange(N) if M is None else (np.arange(N) * M) // N    # (N,)
+    out = fit_memory(rc.mlp_memory_forward, rc.mlp_memory_backward, params, fixed, y, lr, steps,
+                     0.99, patience)
+    return {"N": N, "first99": out["first99"], "best": out["best"], "steps": out["steps"]}
 
 
 def run_mlp_one(cfg):
@@ -515,29 +523,23 @@ def run_mlp_one(cfg):
             "hi_succeeds": succeeds(cfg["hi"]), "trials": [memo[N] for N in sorted(memo)]}
 
 
+def mlp_config(scale, d, alpha, M, seed):
+    """One capacity search, m = alpha d.  full: README A2 (lr 0.03, 32768 steps, bracket
+    [d, m d], ratio 1.01).  small: 2048 steps, patience 256, ratio 1.04, and the bracket
+    [Nref/2, 2 Nref] around the authors' line; tiny: as small with 1024 steps, ratio 1.1."""
+    full, md, regime = scale == "full", alpha * d * d, "M=N" if M is None else "M=32"
+    ref = theory.mlp_reference_N(md, regime)
+    return {"scale": scale, "d": d, "alpha": alpha, "M": M, "regime": regime, "seed": seed,
+            "lr": 0.03, "steps": {"tiny": 1024, "small": 2048}.get(scale, 32768),
+            "patience": None if full else 256, "ratio": {"tiny": 1.1, "small": 1.04}.get(scale, 1.01),
+            "lo": d if full else max(2, int(ref / 2)), "hi": md if full else int(2 * ref) + 1}
+
+
 def mlp_configs(scale, seed):
-    """full: PAPERS A2 (d up to 90, alpha in {1,2,4,8}, lr 0.03, 32768 steps, bracket [d, m d],
-    ratio 1.01, 5 seeds).  small: d in {8, 11, 16} with m d <= 1024, one seed, 2048 steps,
-    patience 256, ratio 1.04, and the bracket [Nref/2, 2 Nref] around the authors' line."""
-    full = scale == "full"
-    out = []
-    for M in (None, 32):
-        regime = "M=N" if M is None else "M=32"
-        for d in (MLP_D_FULL if full else [8, 11, 16]):
-            for alpha in MLP_ALPHAS:
-                md = alpha * d * d
-                if not full and md > 1024:
-                    continue
-                if full:
-                    lo, hi = d, md
-                else:
-                    ref = theory.mlp_reference_N(md, regime)
-                    lo, hi = max(2, int(ref / 2)), int(2 * ref) + 1
-                for s in range(seed, seed + (5 if full else 1)):
-                    out.append({"scale": scale, "d": d, "alpha": alpha, "M": M, "regime": regime,
-                                "seed": s, "lr": 0.03, "steps": 32768 if full else 2048,
-                                "patience": None if full else 256,
-                                "ratio": 1.01 if full else 1.04, "lo": lo, "hi": hi})
+    """alpha in {1, 2, 4, 8}, both regimes (M = N classes, M = 32), m d up to a bound."""
+    ds, max_md, n_seeds = MLP_GRID[scale]
+    out = [mlp_config(scale, d, alpha, M, s) for M in (None, 32) for d in ds for alpha in (1, 2, 4, 8)
+           if alpha * d * d <= max_md for s in range(seed, seed + n_seeds)]
     return sorted(out, key=lambda c: -c["alpha"] * c["d"] ** 2)   # biggest first: better packing
 
 
@@ -545,7 +547,8 @@ def mlp_configs(scale, seed):
             [("--dmax", "positive_int", 90, "only the d <= DMAX of the grid")])
 def run_mlp(out=RESULTS, scale="small", jobs=1, seed=0, dmax=90):
     cfgs = [c for c in mlp_configs(scale, seed) if c["d"] <= dmax]
-    recs = sweep("mlp", cfgs, run_mlp_one, out, jobs)
+    recs = sweep("mlp", cfgs, run_mlp_one, out, jobs,
+                 derive=lambda c: mlp_config(c["scale"], c["d"], c["alpha"], c["M"], c["seed"]))
     print_fits("mlp", recs)
     return recs
 
@@ -572,7 +575,7 @@ FITS["mlp"] = mlp_fits
 
 
 def transformer_trial(S, cfg):
-    """Train the one-layer transformer on S = R subjects/relations, D answers (PAPERS A3, A4).
+    """Train the one-layer transformer on S = R subjects/relations, D answers (README A3, A4).
 
     Fresh batches of cfg["batch"] prompts, Adam at each lr of cfg["lrs"] in turn until one
     succeeds.  Every cfg["eval_every"] steps: accuracy on cfg["n_test"] fresh prompts (the
@@ -644,11 +647,11 @@ def run_facts_one(cfg):
             "hi_succeeds": trial(cfg["hi"])["fresh99"], "trials": [memo[S] for S in sorted(memo)]}
 
 
-FACTS_RATIOS = [4, 2, 1, 0.5, 0.25]     # PAPERS A4: dh = a d / H, m = b d
+FACTS_RATIOS = [4, 2, 1, 0.5, 0.25]     # README A4: dh = a d / H, m = b d
 
 
 def facts_configs(scale, seed):
-    """full: PAPERS A4, d in {16, 32, 64}, H = 8, all (a, b) in FACTS_RATIOS^2 with integer dh,
+    """full: README A4, d in {16, 32, 64}, H = 8, all (a, b) in FACTS_RATIOS^2 with integer dh,
     lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024, bracket S in [2, sqrt(params)].
     small: (d, a, b) in {(8, 1, 1), (8, 2, 2), (16, 2, .5), (16, 1, 1), (16, 2, 2), (24, 1, 1)},
     lr 3e-2 only, 2000 steps, patience 400, batch 256, bracket [0.45, 0.95] S_ref with
@@ -734,7 +737,7 @@ def run_tradeoff_one(cfg):
 
 
 def tradeoff_configs(scale, seed):
-    """full: PAPERS A4 right, d = 32, dh = 8, S = R = 32, H in {1, 2, 4, ..., 32}, m in
+    """full: README A4 (Fig. 4 right), d = 32, dh = 8, S = R = 32, H in {1, 2, 4, ..., 32}, m in
     {1, 2, 4, ..., 128}, lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024.
     small: d = 16, dh = 4, S = R = 10, H in {1, 2, 4, 8}, m in {1, 4, 16, 64}, lr 3e-2,
     2000 steps, patience 500, batch 256."""
@@ -787,9 +790,9 @@ FITS["tradeoff"] = tradeoff_fits
 
 # ----------------------------------------------------------------------------- paper B, token retrieval
 
-# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in PAPERS.md B and
-# recall.retrieval_forward.  All losses and gradients are full-batch means over the N samples,
-# computed in chunks of samples so that the (N, V) logits are never formed at once.
+# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in the README
+# ("Paper B model") and recall.retrieval_forward.  All losses and gradients are full-batch means
+# over the N samples, computed in chunks of samples so that the (N, V) logits are never formed.
 
 def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
     """Mean cross-entropy and its gradient over all N samples, in chunks.  tokens (N, L),
@@ -1312,14 +1315,26 @@ nonneg_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
 positive_float = _checked(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
 
 
-def dtype_name(text):
-    if text not in ("float64", "float32"):
-        raise argparse.ArgumentTypeError(f"expected float64 or float32, got {text!r}")
-    return text
+dtype_name = _checked(str, lambda v: v in ("float64", "float32"), "float64 or float32")
+key_value = _checked(lambda t: tuple(t.split("=", 1)), lambda v: len(v) == 2 and v[0], "KEY=VALUE")
+
+
+def parse_value(text, examples):
+    """A --set value, read as JSON (a plain word as text, none as null), of a type the field
+    has in the configs (where it is a float or None, any number).  Else ValueError."""
+    try:
+        value = json.loads({"none": "null"}.get(text.lower(), text))
+    except ValueError:
+        value = text
+    kinds = {type(x) for x in examples} | ({int, float} if None in examples else set())
+    value = float(value) if type(value) is int and float in kinds and int not in kinds else value
+    if type(value) not in kinds:
+        raise ValueError(f"expected a value like {examples[0]!r}")
+    return value
 
 
 _TYPES = {"positive_int": positive_int, "nonneg_int": nonneg_int,
-          "positive_float": positive_float, "dtype": dtype_name, "str": str}
+          "positive_float": positive_float, "dtype": dtype_name}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1336,18 +1351,19 @@ def build_parser():
     sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for name, (fn, help, options) in EXPERIMENTS.items():
         p = sub.add_parser(name, help=help, description=help)
-        p.add_argument("--scale", choices=["small", "full"], default="small",
-                       help="small: laptop defaults (seconds to a minute); full: the "
-                            "paper's grid where known, else larger grids (hours or more)")
+        p.add_argument("--scale", choices=["tiny", "small", "full"], default="small",
+                       help="tiny: a demo in seconds; small: laptop defaults (seconds to minutes); "
+                            "full: the paper's grid where known, else larger grids (hours or more)")
+        p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                       help="override a field in every configuration, e.g. --set d=24 (a grid "
+                            "over it collapses to that value); repeatable; --list shows the fields")
         p.add_argument("--jobs", type=positive_int, default=1,
                        help="configurations run in parallel (processes); results do not depend on it")
         p.add_argument("--seed", type=nonneg_int, default=0, help="base random seed")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
-        p.add_argument("--list", action="store_true",
-                       help="print the configurations (index, done/todo, config) and exit")
+        p.add_argument("--list", action="store_true", help="print the configurations and exit")
         p.add_argument("--only", type=nonneg_int, default=None, metavar="I",
-                       help="run only configuration I (one independent command per "
-                            "configuration, e.g. for a job array)")
+                       help="run only configuration I (e.g. one per task of a job array)")
         for flag, typ, default, h in options:
             p.add_argument(flag, type=_TYPES[typ], default=default, help=f"{h} (default: {default})")
     return parser
@@ -1356,20 +1372,35 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = vars(parser.parse_args(argv))
-    name = args.pop("experiment")
-    SELECT["list"], SELECT["only"] = args.pop("list"), args.pop("only")
+    name, sets = args.pop("experiment"), dict(args.pop("set"))
+    listing, SELECT["only"] = args.pop("list"), args.pop("only")
     fn = EXPERIMENTS[name][0]
-    t0 = time.time()
+    if sets:          # a dry run (nothing runs, nothing is printed) collects the config fields
+        SELECT["list"] = True
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
+            fn(**args)
+        for key, text in sets.items():
+            try:
+                SELECT["set"][key] = parse_value(text, SELECT["fields"][key])
+            except (KeyError, ValueError) as e:
+                why = "unknown key" if isinstance(e, KeyError) else e
+                parser.error(f"--set {key}={text}: {why}; the configurations of {name} have the "
+                             f"keys {', '.join(sorted(SELECT['fields']))}")
+    SELECT["list"] = listing
+    t0, shown = time.time(), io.StringIO()
     try:
-        records = fn(**args)
+        with contextlib.redirect_stdout(shown if listing else sys.stdout):
+            records = fn(**args)
+        print("".join(line for line in shown.getvalue().splitlines(True) if "\t" in line), end="")
     except ValueError as e:                        # a bad combination of option values
         parser.error(str(e))
     except KeyboardInterrupt:
         sys.stderr.write(f"\n{name}: interrupted; finished runs are saved in {args['out']}/{name}/"
                          ", rerun to continue\n")
         sys.exit(130)
-    if not SELECT["list"]:
-        print(f"{name}: {len(records)} records in {args['out']}/{name}/ ({time.time() - t0:.1f}s)")
+    if not listing:
+        print(f"{name}: {len(records)} records in {args['out']}/{name}/ ({time.time() - t0:.1f}s); "
+              f"draw them: python plots.py {name} --scale {args['scale']} --results {args['out']}")
 
 
 if __name__ == "__main__":
