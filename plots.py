@@ -307,6 +307,11 @@ def _draws(rec, field="accuracy"):
     return np.array(rec["config"]["Ns"]), v.mean(0), v.std(0, ddof=1)
 
 
+def _pred(V, N, d, L, q, m=None):
+    """Predicted mean accuracy over runs, with the frozen label bias (16 sampled runs)."""
+    return theory.retrieval_accuracy(V, N, d, L, q, m, frozen=16)[0]
+
+
 def _sd_band(ax, x, mean, sd, color, label, fmt="o-"):
     ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
     ax.plot(x, mean, fmt, color=color, ms=3, label=label)
@@ -354,11 +359,11 @@ def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
         mean, sd = (np.array([_draws(r)[i] for r in rs]) for i in (1, 2))   # (len(ds), len(Ns))
         im = ax.pcolormesh(_edges(Ns), _edges(ds), mean, vmin=0, vmax=1, cmap="magma",
                            shading="flat")
-        Nf, df = np.geomspace(Ns[0], Ns[-1], 10), np.geomspace(ds[0], ds[-1], 7)
+        Nf, df = np.geomspace(Ns[0], Ns[-1], 8), np.geomspace(ds[0], ds[-1], 6)
         pred = np.array([[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf]
                          for d in df])
         cs = ax.contour(Nf, df, pred, levels=list(taus), colors="c", linewidths=2)
-        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7)
+        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7, inline=False)
         if len(Ns) > 1 and len(ds) > 1:
             ax.contour(Ns, ds, mean, levels=list(taus), colors="w", linestyles="--", linewidths=1)
             for band in (mean - sd, mean + sd):
@@ -420,9 +425,9 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
         _sd_band(ax, N, acc, sd, col, f"one-hot, $d=V+2={c['d']}$" if c["kind"] == "onehot"
                  else f"random, $d={c['d']}$")
         if c["kind"] != "onehot":
-            Nf = np.geomspace(N[0], N[-1], 20)
-            ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, c["d"], c["L"], c["q"]) for n in Nf],
-                    ":", color=col, lw=1)
+            Nf = np.geomspace(N[0], N[-1], 8)
+            ax.plot(Nf, [_pred(c["V"], n, c["d"], c["L"], c["q"]) for n in Nf], ":", color=col, lw=1)
+    Nf = np.geomspace(N[0], N[-1], 30)
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
     ax.set_xscale("log")
@@ -518,8 +523,8 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
         diff = acc[0] - acc
         _sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$|w|={q:g}$")
         axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
-        Lf = np.unique(np.geomspace(L[0], L[-1], 20).round().astype(int))
-        axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
+        Lf = np.unique(np.geomspace(L[0], L[-1], 8).round().astype(int))
+        axes[0].plot(Lf, [_pred(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
                      ":", color=f"C{i}", label="predicted")
         axes[1].plot(Lf, [theory.mean_attention(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
                      ":", color=f"C{i}", label="predicted (mean field)")

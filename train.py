@@ -1228,7 +1228,23 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     Ns = _geom(V, 64 * V, {"tiny": 2, "small": 7, "full": 10}[scale])
     cfgs = [_draws_cfg(V, V + 2, L, Ns, seed, DRAWS[scale], q=q, kind="onehot")]
     cfgs += [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for d in (V // 4, V // 2, V + 2)]
-    return sweep("b_embed", cfgs, run_draws_one, out, jobs)
+    recs = sweep("b_embed", cfgs, run_draws_one, out, jobs)
+    print(embed_table(recs))
+    return recs
+
+
+def embed_table(records):
+    """Paired accuracy differences, one-hot minus each random d, per N: mean +- sd over the draws
+    (both on the same permutation and sequences in each draw)."""
+    one = next(r for r in records if r["config"]["kind"] == "onehot")
+    base = np.array(one["result"]["accuracy"])
+    lines = ["| N | " + " | ".join(f"one-hot − random d={r['config']['d']}" for r in records
+                                    if r is not one) + " |", "|---|" + "---|" * (len(records) - 1)]
+    for j, N in enumerate(one["config"]["Ns"]):
+        diffs = [base[:, j] - np.array(r["result"]["accuracy"])[:, j] for r in records if r is not one]
+        lines.append(f"| {N} | " + " | ".join(f"{x.mean():+.3f} ± {x.std(ddof=1):.3f}" for x in diffs)
+                     + " |")
+    return "\n".join(lines)
 
 
 # Figure 4: attention-only versus attention + fixed random MLP of width m.
