@@ -334,8 +334,6 @@ def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt="s" if mlp else "o", ms=4, lw=0.6,
                     color="C1" if mlp else "C0", label="attention + MLP" if mlp else "attention only")
-        ax.plot([r["meas"] for r in w], [r["fresh"] for r in w], "x", color="0.5", ms=4)
-    ax.plot([], [], "x", color="0.5", label="fresh-noise formula")
     ax.set_xlabel(f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)")
     ax.set_ylabel("predicted accuracy (frozen label bias)")
     ax.set_xlim(0, 1)

@@ -614,7 +614,7 @@ def test_three_step_limit_matches_three_step(m):
                                atol=1e-6)
     test = rc.sample_retrieval(task, 300, rng)
     logits = rc.retrieval_forward(a, fixed, test[:2])[0]
-    assert train.retrieval_evaluate(a, fixed, *test)[0] == (logits.argmax(1) == test[2]).mean()
+    assert train.retrieval_diagnostics(a, fixed, *test)["accuracy"] == (logits.argmax(1) == test[2]).mean()
 
 
 def test_crn_sequences_share_informative_tokens_across_L():

@@ -368,17 +368,6 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     return (float(acc[0]), typical) if terms else float(acc[0])
 
 
-def retrieval_spread(V, N, d, L, q, m=None, n_test=2000, draws=32, n_z=5):
-    """[ours] Mean and sd of the three-step accuracy over runs (embeddings, training and test
-    sets): retrieval_accuracy(frozen=draws) at |z_trig|^2 = 1 + sqrt(2/d) Z (its chi^2_d / d
-    law, Gauss-Hermite over Z), combined by the law of total variance."""
-    zn, wn = _normal_nodes(n_z)
-    r = np.array([retrieval_accuracy(V, N, d, L, q, m, max(1 + math.sqrt(2 / d) * z, 0.05),
-                                     frozen=draws, n_test=n_test) for z in zn])   # (n_z, 2)
-    mean = float(wn @ r[:, 0])
-    return mean, math.sqrt(float(wn @ (r[:, 1] ** 2 + (r[:, 0] - mean) ** 2)))
-
-
 # With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
 # phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
 # the arc-cosine kernel  m |phi_t||phi_n| / d * kappa(c),  kappa(c) = (sin t + (pi - t) cos t)/(2 pi),

@@ -821,11 +821,9 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
         WV2  = WV1 - gamma grad_WV L(WV=WV1, WKQ=WKQ1)
     Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}.  float64 throughout.
 
-    Instead of gamma one may give query_norm = q: gamma is then chosen, once the step-2 gradient
-    is known, so that the learned query w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma).
-    For eta -> 0 the argmax after step 3 depends on (eta, gamma) only through q, because
-    WV2 = WV1 - gamma grad and the WV1 term is O(eta / gamma).  If info is a dict, the gamma
-    used and gamma * eta are written into it."""
+    Instead of gamma one may give query_norm = q: gamma is then chosen so that the learned query
+    w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma); as eta -> 0 only q matters (see
+    three_step_limit).  If info is a dict, the gamma used and gamma * eta are written into it."""
     if (gamma is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma and query_norm")
     p0 = _zero_params(fixed)
@@ -880,13 +878,6 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm):
             "WV": g1.T @ R / N}
 
 
-def retrieval_evaluate(params, fixed, tokens, pos, labels):
-    """Test accuracy and mean attention on the informative position (via retrieval_pool)."""
-    a, _, g = retrieval_pool(fixed, tokens, pos, params["WKQ"] @ fixed["z_eos"])
-    hits = (g @ params["WV"] @ fixed["U"].T).argmax(1) == labels
-    return float(hits.mean()), float(a[np.arange(len(pos)), pos].mean())
-
-
 def crn_sequences(task, N, L, Lmax, rng):
     """N sequences of length L <= Lmax drawn so that the same rng state gives, at every L, the
     same informative tokens (hence labels), relative positions pos/L and leading distractors:
@@ -916,43 +907,22 @@ def run_draws_one(cfg):
             tr = [x[:N] for x in seqs[0]]
             params = (three_step_limit(fixed, *tr, cfg["q"]) if cfg["method"] == "three_step"
                       else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
-            runs.append(retrieval_evaluate(params, fixed, *seqs[1]))
-        acc.append([r[0] for r in runs])
-        att.append([r[1] for r in runs])
+            runs.append(retrieval_diagnostics(params, fixed, *seqs[1]))
+        acc.append([r["accuracy"] for r in runs])
+        att.append([r["attention"] for r in runs])
         z2.append(float(fixed["z_trig"] @ fixed["z_trig"]))
     return {"accuracy": acc, "attention": att, "z2": z2}
 
 
-def retrieval_diagnostics(params, fixed, tokens, pos, labels, chunk=4096):
-    """Test accuracy, mean attention on the informative position, cos(query, z_trig), the query
-    norm |w|, its trigger score w.z_trig, the correct-logit margin (logit_y - max wrong logit)
-    in units of the row's logit standard deviation (scale-free, since WV2 is O(gamma)), and
-    hub_share: the fraction of the errors won by the single most frequent wrong label (a "hub"
-    label with an outlying bias takes most errors)."""
-    w = params["WKQ"] @ fixed["z_eos"]                                   # (d,) learned query
-    z = fixed["z_trig"]
-    N = len(labels)
-    hits, att, margin = 0, 0.0, 0.0
-    wrong = np.zeros(len(fixed["U"]), dtype=int)                         # (V,) wins of wrong labels
-    for s in range(0, N, chunk):
-        e = min(s + chunk, N)
-        logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
-        a = cache[2]                                                     # (B, L) attention
-        rows = np.arange(e - s)
-        y = labels[s:e]
-        pred = logits.argmax(1)
-        hits += int((pred == y).sum())
-        wrong += np.bincount(pred[pred != y], minlength=len(wrong))
-        att += float(a[rows, pos[s:e]].sum())
-        correct = logits[rows, y].copy()
-        logits[rows, y] = -np.inf
-        sd = np.std(np.where(np.isfinite(logits), logits, correct[:, None]), axis=1) + 1e-300
-        margin += float(((correct - logits.max(1)) / sd).sum())
+def retrieval_diagnostics(params, fixed, tokens, pos, labels):
+    """Test accuracy, mean attention on the informative position, the query norm |w| and
+    cos(query, z_trig) (features from retrieval_pool)."""
+    w, z = params["WKQ"] @ fixed["z_eos"], fixed["z_trig"]
+    a, _, g = retrieval_pool(fixed, tokens, pos, w)
     nw = float(np.linalg.norm(w))
-    return {"accuracy": hits / N, "attention": att / N,
-            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300)),
-            "query_norm": nw, "trig_score": float(w @ z), "margin": margin / N,
-            "hub_share": float(wrong.max() / max(wrong.sum(), 1))}
+    return {"accuracy": float(((g @ params["WV"] @ fixed["U"].T).argmax(1) == labels).mean()),
+            "attention": float(a[np.arange(len(pos)), pos].mean()), "query_norm": nw,
+            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300))}
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
@@ -982,7 +952,6 @@ def run_retrieval_one(cfg):
     else:
         params = retrieval_adam(fixed, tokens, pos, labels, cfg["steps"], cfg["lr"])
     out = retrieval_diagnostics(params, fixed, *test)
-    out["train_accuracy"] = retrieval_diagnostics(params, fixed, tokens, pos, labels)["accuracy"]
     out["z2"] = float(fixed["z_trig"] @ fixed["z_trig"])
     out.update(info)
     return out
@@ -1041,42 +1010,38 @@ def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0, draws=0):
 
 
 def agreement_rows(records, mc=8):
-    """Per grid point: measured mean and sd over the draws; predicted mean and sd from
-    theory.retrieval_accuracy(frozen=mc) at each draw's |z_trig|^2, pooled over the draws
-    (sd^2 = mean of the within-z2 variances + variance of the means); the old fresh-noise mean."""
+    """Per grid point: measured mean and sd over the draws; theory.retrieval_accuracy(frozen=mc)
+    at each draw's |z_trig|^2, pooled (sd^2 = mean within-z2 variance ["sd_b"^2] + variance of the
+    means over the draws' z2); and the fresh-noise formula's mean."""
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
-        acc = np.array(res["accuracy"])[:, 0]
-        args = (c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m"))
+        acc, args = np.array(res["accuracy"])[:, 0], (c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m"))
         pr = np.array([theory.retrieval_accuracy(*args, z2=z, frozen=mc, n_test=c["n_test"])
                        for z in res["z2"]])
-        fresh = np.mean([theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]])
-        rows.append(dict(key=args, attention=float(np.mean(res["attention"])),
-                         meas=float(acc.mean()), meas_sd=float(acc.std(ddof=1)),
-                         pred=float(pr[:, 0].mean()), fresh=float(fresh), draws=len(acc),
-                         pred_sd=float(np.sqrt(np.mean(pr[:, 1] ** 2) + pr[:, 0].var()))))
-    return rows
+        rows.append(dict(key=args, att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
+                         meas_sd=acc.std(ddof=1), pred=pr[:, 0].mean(), sd_b=np.sqrt(np.mean(pr[:, 1] ** 2)),
+                         pred_sd=np.sqrt(np.mean(pr[:, 1] ** 2) + pr[:, 0].var()),
+                         fresh=np.mean([theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]])))
+    return sorted(rows, key=lambda w: [v or 0 for v in w["key"]])
 
 
 def agreement_table(records):
-    """Markdown table of agreement_rows, and the three targets: mean |pred - meas|, mean signed
-    error, and how many predicted sds lie within 30% of the measured one."""
+    """Markdown table of agreement_rows and the targets: mean |predicted - measured|, mean signed
+    error, how many predicted sds lie within 30% of the measured one."""
     rows = agreement_rows(records)
-    lines = ["| V | d | N | L | q | m | attention | measured | predicted (frozen bias) | diff | "
-             "fresh-noise formula | draws |", "|" + "---|" * 12]
+    lines = ["| V | N | d | L | q | m | attention | measured | predicted (frozen bias) | diff | "
+             "sd without z2 spread | fresh-noise formula |", "|" + "---|" * 12]
     for w in rows:
-        V, N, d, L, q, m = w["key"]
-        lines.append(f"| {V} | {d} | {N} | {L} | {q:g} | {m or '-'} | {w['attention']:.2f} | "
-                     f"{w['meas']:.3f} ± {w['meas_sd']:.3f} | {w['pred']:.3f} ± {w['pred_sd']:.3f} "
-                     f"| {w['pred'] - w['meas']:+.3f} | {w['fresh']:.3f} | {w['draws']} |")
-    diff = np.array([w["pred"] - w["meas"] for w in rows])
+        lines.append("| " + " | ".join(f"{v:g}" if v else "-" for v in w["key"]) + f" | {w['att']:.2f} | "
+                     f"{w['meas']:.3f} ± {w['meas_sd']:.3f} | {w['pred']:.3f} ± {w['pred_sd']:.3f} | "
+                     f"{w['pred'] - w['meas']:+.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} |")
+    diff, fresh = (np.array([w[k] - w["meas"] for w in rows]) for k in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
-    fresh = np.array([w["fresh"] - w["meas"] for w in rows])
-    lines.append(f"\nmean |predicted - measured| = {np.abs(diff).mean():.3f}, mean signed "
-                 f"{diff.mean():+.3f} (fresh-noise formula: {np.abs(fresh).mean():.3f}, "
-                 f"{fresh.mean():+.3f}); predicted sd / measured sd: median {np.median(ratio):.2f}, "
-                 f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%")
+    lines.append(f"\n{len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - measured| = "
+                 f"{np.abs(diff).mean():.3f}, mean signed {diff.mean():+.3f} (fresh-noise formula: "
+                 f"{np.abs(fresh).mean():.3f}, {fresh.mean():+.3f}); predicted / measured sd: median "
+                 f"{np.median(ratio):.2f}, {int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%")
     return "\n".join(lines)
 
 
@@ -1116,7 +1081,7 @@ def run_nstar_one(cfg):
         accs = []
         for fixed, (tokens, pos, labels), test in runs:
             params = three_step_limit(fixed, tokens[:N], pos[:N], labels[:N], cfg["q"])
-            accs.append(retrieval_evaluate(params, fixed, *test)[0])
+            accs.append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
         sds[N] = float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0   # sd over the tasks
         return float(np.mean(accs))
 
@@ -1137,12 +1102,9 @@ def run_nstar_one(cfg):
             "z2": [float(f["z_trig"] @ f["z_trig"]) for f, _, _ in runs]}
 
 
-def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=None, cap=200000):
+def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=20, cap=200000):
     """Bisection bracket [V/2, 3 pred] (capped); its geometric midpoints are not anchored on
-    the prediction, so the measurement cannot snap to it.  At saturated attention every test
-    row with the same token gets the same logits, so a task offers only V independent trials:
-    by default n_tasks = max(2, 512 // V) tasks are averaged."""
-    n_tasks = max(2, 512 // V) if n_tasks is None else n_tasks
+    the prediction, so the measurement cannot snap to it.  n_tasks tasks are averaged."""
     pred = theory.critical_N(V, d, L, q, tau)
     hi = int(min(3 * pred, cap)) if math.isfinite(pred) else cap
     cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": V // 2,
@@ -1229,21 +1191,26 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     cfgs = [_draws_cfg(V, V + 2, L, Ns, seed, DRAWS[scale], q=q, kind="onehot")]
     cfgs += [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for d in (V // 4, V // 2, V + 2)]
     recs = sweep("b_embed", cfgs, run_draws_one, out, jobs)
-    print(embed_table(recs))
+    one = next(r for r in recs if r["config"]["kind"] == "onehot")       # one-hot minus random
+    print(paired_table(one, [r for r in recs if r is not one], "random d={d}"))
     return recs
 
 
-def embed_table(records):
-    """Paired accuracy differences, one-hot minus each random d, per N: mean +- sd over the draws
-    (both on the same permutation and sequences in each draw)."""
-    one = next(r for r in records if r["config"]["kind"] == "onehot")
-    base = np.array(one["result"]["accuracy"])
-    lines = ["| N | " + " | ".join(f"one-hot − random d={r['config']['d']}" for r in records
-                                    if r is not one) + " |", "|---|" + "---|" * (len(records) - 1)]
-    for j, N in enumerate(one["config"]["Ns"]):
-        diffs = [base[:, j] - np.array(r["result"]["accuracy"])[:, j] for r in records if r is not one]
-        lines.append(f"| {N} | " + " | ".join(f"{x.mean():+.3f} ± {x.std(ddof=1):.3f}" for x in diffs)
-                     + " |")
+def paired_table(base, records, name):
+    """Accuracy mean +- sd over draws per record and N, and the paired difference base - record
+    (mean +- sd of the per-draw differences, and its standard error): records share their
+    draws' sequences (run_draws_one), so the sd of a difference is not the sum of the two sds."""
+    lines = ["| setting | N | attention | accuracy | paired difference | its standard error |",
+             "|---|---|---|---|---|---|"]
+    b = np.array(base["result"]["accuracy"])
+    for r in records:
+        acc = np.array(r["result"]["accuracy"])
+        for j, N in enumerate(r["config"]["Ns"]):
+            x = b[:, j] - acc[:, j]
+            lines.append(f"| {name.format(**r['config'])} | {N} | "
+                         f"{np.mean(np.array(r['result']['attention'])[:, j]):.3f} | "
+                         f"{acc[:, j].mean():.3f} ± {acc[:, j].std(ddof=1):.3f} | {x.mean():+.3f} ± "
+                         f"{x.std(ddof=1):.3f} | {x.std(ddof=1) / np.sqrt(len(x)):.3f} |")
     return "\n".join(lines)
 
 
@@ -1337,25 +1304,10 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     cfgs = [_draws_cfg(V, d, L, [N], seed, draws, q=qq, Lmax=max(Ls)) for qq in (q, 2 * q)
             for L in Ls]
     recs = sweep("b_length", cfgs, run_draws_one, out, jobs)
-    print(length_table(recs))
+    for qq in (q, 2 * q):                                  # shortest L minus each L, per q
+        rs = sorted([r for r in recs if r["config"]["q"] == qq], key=lambda r: r["config"]["L"])
+        print(paired_table(rs[0], rs, "q={q:g}, L={L}"))
     return recs
-
-
-def length_table(records):
-    """Per q and L: accuracy mean +- sd over draws, and the paired difference to the shortest L
-    (mean +- sd of the per-draw differences, and its standard error)."""
-    lines = ["| q | L | attention | accuracy | paired difference L_min - L | its standard error |",
-             "|---|---|---|---|---|---|"]
-    for q in sorted({r["config"]["q"] for r in records}):
-        rs = sorted([r for r in records if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
-        base = np.array(rs[0]["result"]["accuracy"])[:, 0]
-        for r in rs:
-            acc = np.array(r["result"]["accuracy"])[:, 0]
-            diff = base - acc
-            lines.append(f"| {q:g} | {r['config']['L']} | {np.mean(r['result']['attention']):.3f} | "
-                         f"{acc.mean():.3f} ± {acc.std(ddof=1):.3f} | {diff.mean():+.3f} ± "
-                         f"{diff.std(ddof=1):.3f} | {diff.std(ddof=1) / np.sqrt(len(diff)):.3f} |")
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- command line
