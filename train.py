@@ -1300,8 +1300,7 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 6000), "full": (256, 128, 32000)}[scale]
     Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
           "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
-    draws = {"tiny": 3, "small": 40, "full": 100}[scale]
-    cfgs = [_draws_cfg(V, d, L, [N], seed, draws, q=qq, Lmax=max(Ls)) for qq in (q, 2 * q)
+    cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=qq, Lmax=max(Ls)) for qq in (q, 2 * q)
             for L in Ls]
     recs = sweep("b_length", cfgs, run_draws_one, out, jobs)
     for qq in (q, 2 * q):                                  # shortest L minus each L, per q
