@@ -275,12 +275,11 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
 
 
 def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
-    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, in units of
-    their sd.  The trigger direction of the memory carries for label v the weight
-    xi_v = c_v K(x_v) (count c_v ~ Poisson(A) times K = p (z2 + zeta) of its token), centred over
-    labels and times |u_v|^2 ~ 1 + sqrt(2/d) eps, plus the other labels' weights leaking through
-    u_j.u_v, Gaussian with V/d times the variance: beta_v = (xi_v + sqrt(V/d) sd(xi) eta_v) / sd.
-    Skewed (the Poisson counts), and the same for every test row of one run.  Fixed seed."""
+    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd.  The
+    memory's trigger direction carries label v with weight xi_v = c_v K(x_v) (count c_v ~ Poisson(A)
+    times K = p (z2 + zeta) of its token), centred, times |u_v|^2 ~ 1 + sqrt(2/d) eps, plus the other
+    labels' weights leaking through u_j.u_v (Gaussian, V/d times the variance).  Skewed (Poisson
+    counts) and the same for every test row of one run.  Fixed seed."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((draws, V - 1))
     p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, cos)

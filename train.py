@@ -840,9 +840,8 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
 
 
 def retrieval_pool(fixed, tokens, pos, w):
-    """Attention a (N, L) of query w and features g (N, vdim) of the retrieval model, as
-    recall.retrieval_forward computes them, through the (N, V) attention mass per vocabulary
-    entry C:  phi = C E + a_pos z_trig  (one BLAS product instead of an (N, L, d) gather)."""
+    """Attention a (N, L), pooled rows phi and features g of recall.retrieval_forward, via the
+    (N, V) attention mass per vocabulary entry C: phi = C E + a_pos z_trig (one BLAS product)."""
     E, z, W = fixed["E"], fixed["z_trig"], fixed.get("W_mlp")
     (N, L), V = tokens.shape, len(E)
     rows = np.arange(N)
@@ -855,11 +854,10 @@ def retrieval_pool(fixed, tokens, pos, w):
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm):
-    """three_step as eta -> 0 (the same argmax, tested), without the (N, V) softmaxes.
-    At WV = O(eta) the softmax is 1/V, so the logit gradient is (1/V - onehot(y))/N, i.e.
-    dZ = -R/N with rows r_n = u_{y_n} - u_bar:  WV1 = eta G, G = g0^T R / N (g0 the features at
-    uniform attention);  step 2 back-propagates dg = -R G^T / N to the query (the lines below are
-    recall.retrieval_backward's), w = -q grad_w / |grad_w|;  WV2 is proportional to g1^T R."""
+    """three_step as eta -> 0 (the same argmax, tested), without the (N, V) softmaxes.  At
+    WV = O(eta) the softmax is 1/V, so dZ = -R/N (rows r_n = u_{y_n} - u_bar): WV1 = eta g0^T R/N;
+    step 2 back-propagates dg = -R WV1^T / (eta N) to the query as recall.retrieval_backward
+    does, w = -q grad_w / |grad_w|; WV2 is proportional to g1^T R (g0, g1: features at steps 1, 3)."""
     E, z, W = fixed["E"], fixed["z_trig"], fixed.get("W_mlp")
     N, L = tokens.shape
     rows = np.arange(N)
@@ -879,9 +877,8 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm):
 
 
 def crn_sequences(task, N, L, Lmax, rng):
-    """N sequences of length L <= Lmax drawn so that the same rng state gives, at every L, the
-    same informative tokens (hence labels), relative positions pos/L and leading distractors:
-    common random numbers for comparisons across L.  Returns tokens (N, L), pos (N,), labels."""
+    """N sequences (tokens (N, L), pos, labels) such that one rng state gives, at every L <= Lmax,
+    the same informative tokens, labels, positions pos/L and leading distractors (paired L)."""
     x, u = rng.integers(0, task["V"], N), rng.random(N)
     tokens = rng.integers(0, task["V"], (N, Lmax))[:, :L].copy()
     pos = (u * L).astype(int)
@@ -891,9 +888,8 @@ def crn_sequences(task, N, L, Lmax, rng):
 
 def run_draws_one(cfg):
     """Accuracy and attention of cfg["draws"] independent draws at each N of cfg["Ns"] (nested
-    prefixes of one training stream).  Draw k takes E, U, z_trig, z_eos from the rng [seed, k, 0]
-    and the target permutation, training and test sequences from [seed, k, 1] (crn_sequences at
-    Lmax), so records that differ only in L, q, d, kind or method share them (paired)."""
+    training prefixes).  Draw k takes E, U, z_trig, z_eos from rng [seed, k, 0], the permutation and
+    sequences from [seed, k, 1], so records differing in L, q, d, kind or method are paired."""
     acc, att, z2 = [], [], []
     for k in range(cfg["draws"]):
         task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], np.random.default_rng([cfg["seed"], k, 0]),
@@ -998,11 +994,10 @@ def _draws_cfg(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian", method
 DRAWS = {"tiny": 3, "small": 20, "full": 50}     # independent draws per plotted point
 
 
-@experiment("b_agree", "paper B: predicted vs measured three-step accuracy, mean and sd over draws",
-            [("--draws", "positive_int", 0, "draws per grid point (0: 20, tiny 3, full 50)")])
-def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0, draws=0):
+@experiment("b_agree", "paper B: predicted vs measured three-step accuracy, mean and sd over draws")
+def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0):
     grid = AGREE_GRID if scale != "tiny" else [(16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)]
-    cfgs = [_draws_cfg(V, d, L, [N], seed, draws or DRAWS[scale], q=q, m=m)
+    cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=q, m=m)
             for (V, d, L, N, q, m) in grid]
     recs = sweep("b_agree", cfgs, run_draws_one, out, jobs)
     print(agreement_table(recs))
@@ -1197,9 +1192,8 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 
 
 def paired_table(base, records, name):
-    """Accuracy mean +- sd over draws per record and N, and the paired difference base - record
-    (mean +- sd of the per-draw differences, and its standard error): records share their
-    draws' sequences (run_draws_one), so the sd of a difference is not the sum of the two sds."""
+    """Per record and N: accuracy mean +- sd over draws and the paired difference base - record
+    (mean +- sd over draws, standard error); the records share their draws (run_draws_one)."""
     lines = ["| setting | N | attention | accuracy | paired difference | its standard error |",
              "|---|---|---|---|---|---|"]
     b = np.array(base["result"]["accuracy"])
@@ -1243,8 +1237,7 @@ def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
     if scale == "tiny":
         steps = min(steps, 10)
     cfgs = [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale]) for d in ds]
-    # Adam reaches the coverage bound long before 8 V samples; larger N would only cost time.
-    # Its gap to three steps is 7-70x in N, far beyond the spread: 5 draws resolve it.
+    # Adam reaches the coverage bound by N = 8 V, 7-70x before three steps: 5 draws resolve that.
     cfgs += [_draws_cfg(V, d, L, [N for N in Ns if N <= 8 * V], seed, min(5, DRAWS[scale]),
                         method="adam", steps=steps, lr=lr) for d in ds]
     recs = sweep("b_long", cfgs, run_draws_one, out, jobs)
