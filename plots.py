@@ -411,8 +411,8 @@ def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
 
 @figure("b_embed")
 def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
-    """Accuracy versus N (mean +- sd over draws; every curve on the same sequences and
-    permutation per draw): one-hot embeddings (d = V+2) and random embeddings at several d."""
+    """Accuracy versus N (mean +- sd over draws, all curves on each draw's sequences): one-hot
+    embeddings (d = V+2) and random embeddings at several d."""
     recs = _need(load_records(results, "b_embed"), "b_embed", results)
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     recs = sorted(recs, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
@@ -468,8 +468,7 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
 
 @figure("b_long")
 def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
-    """Three steps versus long Adam training: accuracy versus N (mean +- sd over draws) and the
-    N* read off each mean curve."""
+    """Three steps versus Adam: accuracy versus N (mean +- sd over draws), N* of each mean curve."""
     recs = _need(load_records(results, "b_long"), "b_long", results)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
     ds = sorted({r["config"]["d"] for r in recs})

@@ -892,8 +892,9 @@ def run_draws_one(cfg):
     sequences from [seed, k, 1], so records differing in L, q, d, kind or method are paired."""
     acc, att, z2 = [], [], []
     for k in range(cfg["draws"]):
-        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], np.random.default_rng([cfg["seed"], k, 0]),
-                                 m=cfg.get("m"), kind=cfg.get("kind", "gaussian"))
+        rng = np.random.default_rng([cfg["seed"], k, 0])
+        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
+                                 kind=cfg.get("kind", "gaussian"))
         fixed, rng = rc.retrieval_fixed(task), np.random.default_rng([cfg["seed"], k, 1])
         task["perm"] = rng.permutation(cfg["V"])
         seqs = [crn_sequences(task, n, cfg["L"], cfg.get("Lmax", cfg["L"]), rng)
@@ -1011,7 +1012,8 @@ def agreement_rows(records, mc=8):
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
-        acc, args = np.array(res["accuracy"])[:, 0], (c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m"))
+        acc = np.array(res["accuracy"])[:, 0]
+        args = (c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m"))
         pr = np.array([theory.retrieval_accuracy(*args, z2=z, frozen=mc, n_test=c["n_test"])
                        for z in res["z2"]])
         rows.append(dict(key=args, att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
