@@ -243,10 +243,10 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
 def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
     """[ours] Mean lead of the correct logit over a typical wrong one:
         S = A p_t P_t + f_t A (K_t - Kbar),   P_t = p_t (same token, mean field),
-    the first part from e_t.e_t, the second from the trigger direction (f_t = p_t (z2 + zeta_t) is
-    the test vector's trigger component): only the excess of this label's K over the average
-    survives the centring r = u - u_bar, so tokens the query attends less than average are
-    stored more weakly than p_t alone suggests."""
+    the second from the trigger direction: phi_t.phi_n contains (phi_t.z)(z.phi_n)/z2 = f_t K_n with
+    f_t = p_t (z2 + zeta_t) / z2 the test vector's coordinate along z_trig.  Only the excess of
+    this label's K over the average survives the centring r = u - u_bar, so tokens the query
+    attends less than average are stored more weakly than p_t alone suggests."""
     A = N / V
     return A * p_t * p_t + f_t * A * (K_t - Kbar)
 
@@ -326,7 +326,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     beta = frozen_bias_draws(V, A, d, q, L, z2, cos, frozen) if frozen else None
     acc, typical = np.zeros(max(frozen, 1)), {}
     for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
-        ft = Kt                                              # p_t (z2 + zeta_t)
+        ft = Kt / z2                                         # (phi_t . z_trig) / z2
         S = retrieval_signal(V, N, pt, ft, Kt, Kbar)
         if S <= 0:                                           # not stored at all: chance
             acc += wt / V
