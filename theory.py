@@ -243,10 +243,10 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
 def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
     """[ours] Mean lead of the correct logit over a typical wrong one:
         S = A p_t P_t + f_t A (K_t - Kbar),   P_t = p_t (same token, mean field),
-    the second from the trigger direction: phi_t.phi_n contains (phi_t.z)(z.phi_n)/z2 = f_t K_n with
-    f_t = p_t (z2 + zeta_t) / z2 the test vector's coordinate along z_trig.  Only the excess of
-    this label's K over the average survives the centring r = u - u_bar, so tokens the query
-    attends less than average are stored more weakly than p_t alone suggests."""
+    the first part from e_t.e_t, the second from the trigger direction: phi_t.phi_n contains
+    (phi_t.z)(z.phi_n)/z2 = f_t K_n, f_t = p_t (z2 + zeta_t) / z2 the test vector's coordinate
+    along z_trig.  Only the excess of this label's K over the average survives the centring
+    r = u - u_bar, so tokens the query attends less than average are stored more weakly."""
     A = N / V
     return A * p_t * p_t + f_t * A * (K_t - Kbar)
 
