@@ -934,24 +934,20 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
 
 
 def run_retrieval_one(cfg):
-    """One training run on a fresh task: three steps at query norm q, or Adam for `steps`.
-    Returns the diagnostics on n_test fresh sequences, the realised |z_trig|^2 (the theory
-    takes it as input) and, for three steps, gamma and gamma*eta."""
+    """One training run on a fresh task: the literal three steps (eta, query norm q), or Adam for
+    `steps`.  Returns the diagnostics on n_test fresh sequences and the realised |z_trig|^2."""
     rng = np.random.default_rng(cfg["seed"])
     task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
                              kind=cfg.get("kind", "gaussian"))
     fixed = rc.retrieval_fixed(task)
     tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)         # (N, L), (N,), (N,)
     test = rc.sample_retrieval(task, cfg["n_test"], rng)
-    info = {}
     if cfg["method"] == "three_step":
-        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"], info=info)
+        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"])
     else:
         params = retrieval_adam(fixed, tokens, pos, labels, cfg["steps"], cfg["lr"])
     out = retrieval_diagnostics(params, fixed, *test)
-    out["z2"] = float(fixed["z_trig"] @ fixed["z_trig"])
-    out.update(info)
-    return out
+    return dict(out, z2=float(fixed["z_trig"] @ fixed["z_trig"]))
 
 
 def _b_cfg(V, d, L, N, seed, q=10.0, m=None, kind="gaussian", method="three_step", n_test=2000,
