@@ -307,11 +307,6 @@ def _draws(rec, field="accuracy"):
     return np.array(rec["config"]["Ns"]), v.mean(0), v.std(0, ddof=1)
 
 
-def _pred(V, N, d, L, q, m=None):
-    """Predicted mean accuracy over runs, with the frozen label bias (16 sampled runs)."""
-    return theory.retrieval_accuracy(V, N, d, L, q, m, frozen=16)[0]
-
-
 def _sd_band(ax, x, mean, sd, color, label, fmt="o-"):
     ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
     ax.plot(x, mean, fmt, color=color, ms=3, label=label)
@@ -424,7 +419,8 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
                  else f"random, $d={c['d']}$")
         if c["kind"] != "onehot":
             Nf = np.geomspace(N[0], N[-1], 8)
-            ax.plot(Nf, [_pred(c["V"], n, c["d"], c["L"], c["q"]) for n in Nf], ":", color=col, lw=1)
+            ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, c["d"], c["L"], c["q"], frozen=16)[0]
+                         for n in Nf], ":", color=col, lw=1)          # frozen-bias mean
     Nf = np.geomspace(N[0], N[-1], 30)
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
@@ -497,9 +493,8 @@ def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
     axes[1].set_xlabel("$d$")
     axes[1].set_ylabel(rf"$N^*$ (mean accuracy $\geq$ {tau:g}, interpolated)")
     axes[1].legend(fontsize=8)
-    adam = [r["config"] for r in recs if r["config"]["method"] == "adam"]
-    extra = (f", Adam {adam[0]['steps']} steps lr {adam[0]['lr']:g} ({adam[0]['draws']} draws)"
-             if adam else "")
+    a = next((r["config"] for r in recs if r["config"]["method"] == "adam"), None)
+    extra = f", Adam {a['steps']} steps lr {a['lr']:g} ({a['draws']} draws)" if a else ""
     fig.suptitle(f"V={c['V']}, L={c['L']}, three steps {c['draws']} draws{extra}", fontsize=9)
     return _save(fig, path)
 
@@ -521,8 +516,8 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
         _sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$|w|={q:g}$")
         axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
         Lf = np.unique(np.geomspace(L[0], L[-1], 8).round().astype(int))
-        axes[0].plot(Lf, [_pred(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
-                     ":", color=f"C{i}", label="predicted")
+        axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["Ns"][0], c["d"], l, q, frozen=16)[0]
+                          for l in Lf], ":", color=f"C{i}", label="predicted (frozen-bias mean)")
         axes[1].plot(Lf, [theory.mean_attention(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
                      ":", color=f"C{i}", label="predicted (mean field)")
     axes[2].axhline(0, color="gray", lw=0.8)
