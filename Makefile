@@ -91,10 +91,6 @@ b_length: .venv/ready
 	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_length --scale $(SCALE)
 
-.PHONY: b_terms
-b_terms: .venv/ready
-	$(RUN) b_terms --scale $(SCALE) --jobs $(JOBS)
-
 
 bench: .venv/ready
 	$(PY) bench.py

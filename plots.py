@@ -290,29 +290,36 @@ def _curve(records, xkey, field="accuracy"):
     return xs, ys
 
 
+def _draws(rec, field="accuracy"):
+    """Ns, mean and sd over the draws of one train.run_draws_one record."""
+    v = np.array(rec["result"][field])                            # (draws, len(Ns))
+    return np.array(rec["config"]["Ns"]), v.mean(0), v.std(0, ddof=1)
+
+
+def _sd_band(ax, x, mean, sd, color, label, fmt="o-"):
+    ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
+    ax.plot(x, mean, fmt, color=color, ms=3, label=label)
+
+
 @figure("b_agree")
 def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
-    """Predicted (theory.retrieval_accuracy at each seed's |z_trig|^2) versus measured accuracy."""
+    """Predicted versus measured accuracy: mean over draws with +-1 sd bars both ways
+    (train.agreement_rows: measured over draws; predicted with the frozen label bias)."""
     recs = _need(load_records(results, "b_agree"), "b_agree", results)
+    rows = train.agreement_rows(recs)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
-    ax.fill_between([0, 1], [-0.1, 0.9], [0.1, 1.1], color="gray", alpha=0.15, lw=0,
-                    label=r"$\pm 0.10$")
+    ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.15, lw=0,
+                    label=r"$\pm 0.05$")
     ax.plot([0, 1], [0, 1], color="gray", lw=1)
     for mlp in (False, True):
-        rs = [r for r in recs if bool(r["config"].get("m")) == mlp]
-        if not rs:
+        w = [r for r in rows if bool(r["key"][5]) == mlp]
+        if not w:
             continue
-        meas = [r["result"]["accuracy"] for r in rs]
-        pred = [theory.retrieval_accuracy(r["config"]["V"], r["config"]["N"], r["config"]["d"],
-                                          r["config"]["L"], r["config"]["q"],
-                                          r["config"].get("m"), z2=r["result"]["z2"]) for r in rs]
-        att = [r["result"]["attention"] for r in rs]
-        sc = ax.scatter(meas, pred, c=att, cmap="viridis", vmin=0.4, vmax=1.0, s=22,
-                        marker="s" if mlp else "o", edgecolor="k", lw=0.4,
-                        label="attention + MLP" if mlp else "attention only")
-    fig.colorbar(sc, ax=ax, label="attention on informative token")
-    ax.set_xlabel("measured accuracy (one seed)")
-    ax.set_ylabel("predicted accuracy")
+        ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
+                    [r["meas_sd"] for r in w], fmt="s" if mlp else "o", ms=4, lw=0.6,
+                    color="C1" if mlp else "C0", label="attention + MLP" if mlp else "attention only")
+    ax.set_xlabel(f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)")
+    ax.set_ylabel("predicted accuracy (frozen label bias)")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8, loc="upper left")
@@ -322,38 +329,41 @@ def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
 
 @figure("b_phase")
 def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
-    """Accuracy over (N, d) at three L, measured, with the predicted tau contours."""
+    """Mean accuracy over draws on (N, d) at three L; measured tau contours of the mean (white
+    dashed) and of mean +- sd (white dotted), predicted contours (cyan)."""
     recs = _need(load_records(results, "b_phase"), "b_phase", results)
     Ls = sorted({r["config"]["L"] for r in recs})
     fig, axes = plt.subplots(1, len(Ls), figsize=(4.0 * len(Ls), 3.6), sharey=True)
     for ax, L in zip(np.atleast_1d(axes), Ls):
-        rs = [r for r in recs if r["config"]["L"] == L]
-        Ns = sorted({r["config"]["N"] for r in rs})
-        ds = sorted({r["config"]["d"] for r in rs})
+        rs = sorted([r for r in recs if r["config"]["L"] == L], key=lambda r: r["config"]["d"])
+        Ns, ds = rs[0]["config"]["Ns"], [r["config"]["d"] for r in rs]
         V, q = rs[0]["config"]["V"], rs[0]["config"]["q"]
-        acc = np.full((len(ds), len(Ns)), np.nan)
-        for r in rs:
-            acc[ds.index(r["config"]["d"]), Ns.index(r["config"]["N"])] = r["result"]["accuracy"]
-        im = ax.pcolormesh(_edges(Ns), _edges(ds), acc, vmin=0, vmax=1, cmap="magma",
+        mean, sd = (np.array([_draws(r)[i] for r in rs]) for i in (1, 2))   # (len(ds), len(Ns))
+        im = ax.pcolormesh(_edges(Ns), _edges(ds), mean, vmin=0, vmax=1, cmap="magma",
                            shading="flat")
-        Nf, df = np.geomspace(Ns[0], Ns[-1], 10), np.geomspace(ds[0], ds[-1], 7)
+        Nf, df = np.geomspace(Ns[0], Ns[-1], 8), np.geomspace(ds[0], ds[-1], 6)
         pred = np.array([[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf]
                          for d in df])
         cs = ax.contour(Nf, df, pred, levels=list(taus), colors="c", linewidths=2)
-        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7)
-        ax.contour(Ns, ds, acc, levels=list(taus), colors="w", linestyles="--", linewidths=1)
+        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7, inline=False)
+        if len(Ns) > 1 and len(ds) > 1:
+            ax.contour(Ns, ds, mean, levels=list(taus), colors="w", linestyles="--", linewidths=1)
+            for band in (mean - sd, mean + sd):
+                ax.contour(Ns, ds, band, levels=list(taus), colors="w", linestyles=":",
+                           linewidths=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("samples $N$")
-        ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$", fontsize=9)
+        ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$, {rs[0]['config']['draws']} draws", fontsize=9)
     np.atleast_1d(axes)[0].set_ylabel("embedding dimension $d$")
-    fig.colorbar(im, ax=axes, label="test accuracy (white dashed: measured contours)")
+    fig.colorbar(im, ax=axes, label="mean test accuracy (white: measured contours, dotted ±1 sd)")
     return _save(fig, path)
 
 
 @figure("b_nstar")
 def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
-    """N* versus d and versus V: bisection (points) and theory.critical_N (lines)."""
+    """N* versus d and versus V: bisection on the mean over tasks (points; bars: the N range
+    where mean -+ 1 sd over tasks crosses tau) and theory.critical_N (lines)."""
     recs = _need(load_records(results, "b_nstar"), "b_nstar", results)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
     for ax, key in zip(axes, ("d", "V")):
@@ -363,6 +373,7 @@ def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
         c0 = rs[0]["config"]
         x = np.array([r["config"][key] for r in rs], float)
         y = np.array([r["result"]["nstar"] or np.nan for r in rs], float)
+        lo, hi = np.array([train.nstar_band(r) for r in rs], float).T
         xf = np.geomspace(x.min() / 1.2, x.max() * 1.2, 12)
         args = lambda v: dict(c0, **{key: int(round(v))})
         pred = np.array([theory.critical_N(a["V"], a["d"], a["L"], a["q"], a["tau"])
@@ -370,12 +381,13 @@ def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
         pred_x = np.array([theory.critical_N(a["V"], a["d"], a["L"], a["q"], a["tau"])
                            for a in map(args, x)])
         ax.plot(xf, pred, color="C0", label=f"predicted (slope {theory.loglog_slope(x, pred_x):+.2f})")
-        ax.plot(x, y, "o", color="k", label=f"measured (slope {theory.loglog_slope(x, y):+.2f})")
+        ax.errorbar(x, y, [np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], fmt="o",
+                    color="k", capsize=3, label=f"measured (slope {theory.loglog_slope(x, y):+.2f})")
         ax.fill_between(xf, pred / 2, pred * 2, color="C0", alpha=0.12, label="factor 2")
         ax.set_xscale("log")
         ax.set_yscale("log")
         fixed = f"V={c0['V']}" if key == "d" else f"d={c0['d']}"
-        ax.set_xlabel(f"${key}$  ({fixed}, L={c0['L']}, |w|={c0['q']:g})")
+        ax.set_xlabel(f"${key}$  ({fixed}, L={c0['L']}, |w|={c0['q']:g}, {c0['n_tasks']} tasks)")
         ax.set_ylabel(rf"$N^*$ (accuracy $\geq$ {c0['tau']:g})")
         ax.legend(fontsize=8)
     return _save(fig, path)
@@ -383,28 +395,28 @@ def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
 
 @figure("b_embed")
 def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
-    """Accuracy versus N: one-hot embeddings (d = V+2) and random embeddings at several d."""
+    """Accuracy versus N (mean +- sd over draws, all curves on each draw's sequences): one-hot
+    embeddings (d = V+2) and random embeddings at several d."""
     recs = _need(load_records(results, "b_embed"), "b_embed", results)
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    groups = _group(recs, "kind", "d")
-    for i, ((kind, d), rs) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0][0] != "onehot", kv[0][1]))):
-        N, acc = _curve(rs, "N")
-        c = rs[0]["config"]
-        col = "k" if kind == "onehot" else f"C{i}"
-        lab = f"one-hot, $d=V+2={d}$" if kind == "onehot" else f"random, $d={d}$"
-        ax.plot(N, acc, "o-", color=col, label=lab)
-        if kind != "onehot":
-            Nf = np.geomspace(N[0], N[-1], 20)
-            ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, d, c["L"], c["q"]) for n in Nf],
-                    ":", color=col, lw=1)
-    Nf = np.geomspace(min(r["config"]["N"] for r in recs), max(r["config"]["N"] for r in recs), 40)
+    recs = sorted(recs, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
+    for i, r in enumerate(recs):
+        c = r["config"]
+        N, acc, sd = _draws(r)
+        col = "k" if c["kind"] == "onehot" else f"C{i}"
+        _sd_band(ax, N, acc, sd, col, f"one-hot, $d=V+2={c['d']}$" if c["kind"] == "onehot"
+                 else f"random, $d={c['d']}$")
+        if c["kind"] != "onehot":
+            Nf = np.geomspace(N[0], N[-1], 8)
+            ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, c["d"], c["L"], c["q"], frozen=16)[0]
+                         for n in Nf], ":", color=col, lw=1)          # frozen-bias mean
+    Nf = np.geomspace(N[0], N[-1], 30)
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
     ax.set_xscale("log")
     ax.set_xlabel("samples $N$")
     ax.set_ylabel("test accuracy")
-    n_seeds = len({r["config"]["seed"] for r in recs})
-    ax.set_title(f"V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean of {n_seeds} seeds; "
+    ax.set_title(f"V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean ± sd of {c['draws']} draws; "
                  "dotted: predicted", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, path)
@@ -441,18 +453,19 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
 
 @figure("b_long")
 def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
-    """Three steps versus long Adam training: accuracy versus N and the N* read off each curve."""
+    """Three steps versus Adam: accuracy versus N (mean +- sd over draws), N* of each mean curve."""
     recs = _need(load_records(results, "b_long"), "b_long", results)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
     ds = sorted({r["config"]["d"] for r in recs})
     nstar = {"three_step": [], "adam": []}
     for i, d in enumerate(ds):
         for method, ls in (("three_step", "o-"), ("adam", "s--")):
-            N, acc = train.long_curve(recs, d, method)
+            N, acc, sd = train.long_curve(recs, d, method)
             if not N:
                 nstar[method].append(None)
                 continue
-            axes[0].plot(N, acc, ls, color=f"C{i}", label=f"{method.replace('_', ' ')}, $d={d}$")
+            _sd_band(axes[0], N, np.array(acc), np.array(sd), f"C{i}",
+                     f"{method.replace('_', ' ')}, $d={d}$", ls)
             nstar[method].append(crossing(N, acc, tau))
     c = [r for r in recs if r["config"]["method"] == "three_step"][0]["config"]
     for method, mk in (("three_step", "o-"), ("adam", "s--")):
@@ -467,38 +480,45 @@ def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
     axes[1].set_xscale("log")
     axes[1].set_yscale("log")
     axes[1].set_xlabel("$d$")
-    axes[1].set_ylabel(rf"$N^*$ (accuracy $\geq$ {tau:g}, interpolated)")
+    axes[1].set_ylabel(rf"$N^*$ (mean accuracy $\geq$ {tau:g}, interpolated)")
     axes[1].legend(fontsize=8)
-    adam = [r for r in recs if r["config"]["method"] == "adam"]
-    extra = f", Adam {adam[0]['config']['steps']} steps lr {adam[0]['config']['lr']:g}" if adam else ""
-    fig.suptitle(f"V={c['V']}, L={c['L']}{extra}", fontsize=9)
+    a = next((r["config"] for r in recs if r["config"]["method"] == "adam"), None)
+    extra = f", Adam {a['steps']} steps lr {a['lr']:g} ({a['draws']} draws)" if a else ""
+    fig.suptitle(f"V={c['V']}, L={c['L']}, three steps {c['draws']} draws{extra}", fontsize=9)
     return _save(fig, path)
 
 
 @figure("b_length")
 def plot_b_length(results=RESULTS, path="figures/b_length.png"):
-    """Accuracy and attention on the informative position versus L at fixed N, d, |w|."""
+    """Accuracy (mean +- sd over draws, paired across L) and attention on the informative
+    position versus L at fixed N, d, |w|; right: the paired difference to the shortest L."""
     recs = _need(load_records(results, "b_length"), "b_length", results)
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.6))
     for i, q in enumerate(sorted({r["config"]["q"] for r in recs})):
-        rs = [r for r in recs if r["config"]["q"] == q]
+        rs = sorted([r for r in recs if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
         c = rs[0]["config"]
-        L, acc = _curve(rs, "L")
-        _, att = _curve(rs, "L", "attention")
-        axes[0].plot(L, acc, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
+        L = np.array([r["config"]["L"] for r in rs])
+        acc = np.array([np.array(r["result"]["accuracy"])[:, 0] for r in rs])   # (len(L), draws)
+        att = np.array([np.mean(r["result"]["attention"]) for r in rs])
+        _sd_band(axes[0], L, acc.mean(1), acc.std(1, ddof=1), f"C{i}", f"measured, $|w|={q:g}$")
+        diff = acc[0] - acc
+        _sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$|w|={q:g}$")
         axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
-        Lf = np.unique(np.geomspace(L[0], L[-1], 20).round().astype(int))
-        axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["N"], c["d"], l, q) for l in Lf],
-                     ":", color=f"C{i}", label="predicted")
-        axes[1].plot(Lf, [theory.mean_attention(c["V"], c["N"], c["d"], l, q) for l in Lf], ":", color=f"C{i}",
-                     label="predicted (mean field)")
-    for ax, lab in zip(axes, ("test accuracy", "attention on informative position")):
+        Lf = np.unique(np.geomspace(L[0], L[-1], 8).round().astype(int))
+        axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["Ns"][0], c["d"], l, q, frozen=16)[0]
+                          for l in Lf], ":", color=f"C{i}", label="predicted (frozen-bias mean)")
+        axes[1].plot(Lf, [theory.mean_attention(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
+                     ":", color=f"C{i}", label="predicted (mean field)")
+    axes[2].axhline(0, color="gray", lw=0.8)
+    labels = ("test accuracy", "attention on informative position",
+              f"paired accuracy difference $L={L[0]}$ − $L$")
+    for ax, lab in zip(axes, labels):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length $L$")
         ax.set_ylabel(lab)
         ax.legend(fontsize=7)
-    n_seeds = len({r["config"]["seed"] for r in recs})
-    fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['N']}, mean of {n_seeds} seeds", fontsize=9)
+    fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
+                 "(same embeddings and informative tokens at every L)", fontsize=9)
     return _save(fig, path)
 
 

@@ -657,6 +657,53 @@ def test_three_step_matches_naive_steps(m):
     assert_worst({"WV (query_norm given)": rel_error(again["WV"], WV2)}, 1e-5, "relative error")
 
 
+@pytest.mark.parametrize("m", [None, 3])
+def test_three_step_limit_matches_three_step(m):
+    """The eta -> 0 form: the same query and, up to scale, the same WV2 as three_step at tiny eta."""
+    rng = np.random.default_rng(3)
+    task = rc.make_retrieval(32, 16, 4, rng, m=m)
+    fixed = rc.retrieval_fixed(task)
+    tr = rc.sample_retrieval(task, 500, rng)
+    a = train.three_step(fixed, *tr, 1e-6, query_norm=4.0)
+    b = train.three_step_limit(fixed, *tr, 4.0)
+    np.testing.assert_allclose(b["WKQ"] @ fixed["z_eos"], a["WKQ"] @ fixed["z_eos"], atol=1e-6)
+    np.testing.assert_allclose(b["WV"] / np.linalg.norm(b["WV"]), a["WV"] / np.linalg.norm(a["WV"]),
+                               atol=1e-6)
+    test = rc.sample_retrieval(task, 300, rng)
+    logits = rc.retrieval_forward(a, fixed, test[:2])[0]
+    assert train.retrieval_diagnostics(a, fixed, *test)["accuracy"] == (logits.argmax(1) == test[2]).mean()
+
+
+def test_crn_sequences_share_informative_tokens_across_L():
+    task = rc.make_retrieval(20, 8, 2, np.random.default_rng(0))
+    s2 = train.crn_sequences(task, 50, 2, 16, np.random.default_rng(1))
+    s16 = train.crn_sequences(task, 50, 16, 16, np.random.default_rng(1))
+    rows = np.arange(50)
+    assert (s2[2] == s16[2]).all() and (s2[0][rows, s2[1]] == s16[0][rows, s16[1]]).all()
+    assert (task["perm"][s16[0][rows, s16[1]]] == s16[2]).all() and s16[0].shape == (50, 16)
+
+
+def test_frozen_bias_by_hand():
+    """With d -> inf and no query the bias is the centred label count: Poisson(A), so its
+    skewness is 1/sqrt(A); it is standardised to mean 0, sd 1."""
+    b = theory.frozen_bias_draws(1000, 4.0, 10 ** 12, 0.0, 4, draws=64)
+    assert b.shape == (64, 999)
+    assert abs(b.mean()) < 1e-3 and b.std() == pytest.approx(1.0, rel=1e-3)
+    assert ((b ** 3).mean()) == pytest.approx(0.5, abs=0.05)
+
+
+def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
+    """The frozen (trigger) part sigma_b^2 ~ (V/N + 1/d)(1 + V/d) falls with d, so the run-to-run
+    sd does too; it never falls below the V-trial binomial part acc(1-acc)(1/V + 1/n_test)."""
+    mean, sd = theory.retrieval_accuracy(128, 8000, 64, 8, 10.0, frozen=32)
+    mean_big, sd_big = theory.retrieval_accuracy(128, 8000, 1024, 8, 10.0, frozen=32)
+    assert sd > 0.05 and sd_big < sd / 2
+    for a, s in ((mean, sd), (mean_big, sd_big)):
+        assert s ** 2 >= a * (1 - a) * (1 / 128 + 1 / 2000) - 1e-12
+    fresh = theory.retrieval_accuracy(128, 8000, 64, 8, 10.0)
+    assert mean < fresh                               # the skewed bias costs accuracy on average
+
+
 def test_coverage_bound_by_hand():
     assert theory.coverage_bound(2, 1) == pytest.approx(0.75)        # 1 - (1/2)(1/2)
     assert theory.coverage_bound(10, 0) == pytest.approx(0.1)        # nothing seen: chance
@@ -715,8 +762,7 @@ def test_three_step_accuracy_matches_theory_at_one_point():
 def test_paper_b_experiment_tiny(name, tmp_path):
     """Each experiment at tiny scale writes records, and its figure renders into tmp_path."""
     runner = train.EXPERIMENTS[name][0]
-    kwargs = {"seeds": 1} if name == "b_agree" else {}
-    records = runner(out=str(tmp_path), scale="tiny", jobs=1, seed=0, **kwargs)
+    records = runner(out=str(tmp_path), scale="tiny", jobs=1, seed=0)
     assert records and all("result" in r for r in records)
     assert len(list((tmp_path / name).glob("[!_]*.json"))) == len(records)
     path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
@@ -745,15 +791,6 @@ def test_critical_d_and_max_V_solve_the_formula():
     assert acc(128, 8000, int(np.ceil(dstar * 1.02)), 8, 10.0) >= 0.5 > acc(128, 8000, int(dstar * 0.95), 8, 10.0)
     vstar = theory.max_V(8000, 128, 8, 10.0, 0.5)
     assert acc(int(vstar), 8000, 128, 8, 10.0) >= 0.5 > acc(int(vstar * 1.1), 8000, 128, 8, 10.0)
-
-
-def test_noise_term_check_tiny(tmp_path):
-    """b_terms at tiny scale: every logit part is measured and the table renders."""
-    recs = train.run_b_terms(out=str(tmp_path), scale="tiny", jobs=1, seed=0)
-    r = recs[0]["result"]
-    assert r["sigma2"] > 0 and r["e_e"] > 0 and r["z_ze"] > 0 and r["x_nu"] >= 0
-    assert set(r["theory"]) == {"overlap", "mean_bias", "crosstalk", "distractor"}
-    assert "| 16 | 16 | 4 | 200 |" in train.terms_table(recs)
 
 
 # ----------------------------------------------------------------------------- homework

@@ -243,10 +243,10 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):  # exercise 9
 def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
     """[ours] Mean lead of the correct logit over a typical wrong one:
         S = A p_t P_t + f_t A (K_t - Kbar),   P_t = p_t (same token, mean field),
-    the first part from e_t.e_t, the second from the trigger direction (f_t = p_t (z2 + zeta_t) is
-    the test vector's trigger component): only the excess of this label's K over the average
-    survives the centring r = u - u_bar, so tokens the query attends less than average are
-    stored more weakly than p_t alone suggests."""
+    the first part from e_t.e_t, the second from the trigger direction: phi_t.phi_n contains
+    (phi_t.z)(z.phi_n)/z2 = f_t K_n, f_t = p_t (z2 + zeta_t) / z2 the test vector's coordinate
+    along z_trig.  Only the excess of this label's K over the average survives the centring
+    r = u - u_bar, so tokens the query attends less than average are stored more weakly."""
     A = N / V
     return A * p_t * p_t + f_t * A * (K_t - Kbar)
 
@@ -274,7 +274,23 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
                           * A * rho2 * (1 / d + 1 / V) / S2}
 
 
-def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
+def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
+    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd.  The
+    memory's trigger direction carries label v with weight xi_v = c_v K(x_v) (count c_v ~ Poisson(A)
+    times K = p (z2 + zeta) of its token), centred, times |u_v|^2 ~ 1 + sqrt(2/d) eps, plus the other
+    labels' weights leaking through u_j.u_v (Gaussian, V/d times the variance).  Skewed (Poisson
+    counts) and the same for every test row of one run.  Fixed seed."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((draws, V - 1))
+    p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, cos)
+    xi = rng.poisson(A, x.shape) * p * (z2 + math.sqrt(z2 / d) * x)
+    xi = (xi - xi.mean(1, keepdims=True)) * (1 + math.sqrt(2 / d) * rng.standard_normal(x.shape))
+    sd = xi.std()
+    return (xi + math.sqrt(V / d) * sd * rng.standard_normal(x.shape)) / (sd * math.sqrt(1 + V / d))
+
+
+def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, frozen=0,
+                       n_test=2000):
     """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
 
     For each answer token (Gauss-Hermite node x over its score): the correct logit is S + sigma S Z
@@ -285,6 +301,15 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
     With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W) and
     the finite width adds noise: see `mlp_rescale`, `mlp_noise`.  terms=True also returns the
     noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
+
+    frozen=k > 0: the frozen label bias.  The trigger part of the mean bias, sigma_b^2 =
+    T_mean_bias f_t^2 / (f_t^2 + nu_t^2 z2/d), is one vector b (sd sigma_b S) shared by every
+    test row of a run; the rest, sigma_f^2 = sigma^2 - sigma_b^2, is fresh.  Given b,
+        acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + sigma_o Z - sigma_b b_v) / sigma_f) ]
+    (sigma_o^2 = sigma_f^2 + 4/d + v_c + the correct label's own crosstalk share of sigma_b^2),
+    averaged over k sampled runs b (`frozen_bias_draws`).  Returns (mean, sd) over runs, with
+        sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)
+    (at saturated attention all test rows of a token share their logits: V Bernoulli trials).
     """
     A = N / V
     x, wx = _normal_nodes(n_nodes)
@@ -295,12 +320,13 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
     K = p * (z2 + zeta)
     p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
     vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
-    zs, wz = _normal_nodes(2 * n_nodes)
+    zs, wz = _normal_nodes(2 * n_nodes if not frozen else 16)
     n_comp = min(L - 1, V - 1)                               # distractors' labels
     yn, wn = _normal_nodes(8)
-    acc, typical = 0.0, {}
+    beta = frozen_bias_draws(V, A, d, q, L, z2, cos, frozen) if frozen else None
+    acc, typical = np.zeros(max(frozen, 1)), {}
     for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
-        ft = Kt                                              # p_t (z2 + zeta_t)
+        ft = Kt / z2                                         # (phi_t . z_trig) / z2
         S = retrieval_signal(V, N, pt, ft, Kt, Kbar)
         if S <= 0:                                           # not stored at all: chance
             acc += wt / V
@@ -317,15 +343,28 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False):
         # 4/d) and the label's own count c_y ~ Poisson(A), which scales the e_t.e_t part as well as
         # the trigger part already in the mean bias (3 V/N more when saturated).
         v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
+        if frozen:
+            sb2 = T["mean_bias"] * ft ** 2 / (ft ** 2 + n2t * z2 / d)
+            sf = math.sqrt(sig ** 2 - sb2)
+            a = (1 + math.sqrt(sf ** 2 + 4 / d + v_c + sb2 * V / (V + d)) * zs) / sf   # (nz,)
+            b = math.sqrt(sb2) / sf * beta[:, :, None]                            # (k, V-1, 1)
+            lp = np.log(_Phi(a - b[:, n_comp:]) + 1e-300).sum(1)                 # (k, nz)
+            comp = _Phi(a - (c / sf)[::3, None] - b[:, :n_comp, :, None])       # (k, nc, ng, nz)
+            lp += np.log(np.einsum("g,kcgz->kcz", wx[::3] / wx[::3].sum(), comp) + 1e-300).sum(1)
+            acc += wt * (np.exp(lp) @ wz)
+            continue
         s = np.maximum(1 + math.sqrt(4 / d + v_c) * yn, 1e-3)[:, None]   # (ny, 1) signal scales
         other = _Phi(s / sig + zs) ** (V - 1 - n_comp)                # (ny, nz) other labels
         comp = (wx * _Phi((s[:, :, None] - c) / sig + zs[:, None])).sum(2) ** n_comp   # (ny, nz)
         acc += wt * float(wn @ (other * comp) @ wz)
         if not typical or abs(xt) < abs(typical["x"]):
             typical = dict(T, x=xt)
-    acc = min(acc, coverage_bound(V, N))
+    acc = np.minimum(acc, coverage_bound(V, N))
     typical.pop("x", None)
-    return (acc, typical) if terms else acc
+    if frozen:
+        sd = math.sqrt(acc.var() + float(np.mean(acc * (1 - acc))) * (1 / V + 1 / n_test))
+        return float(acc.mean()), sd
+    return (float(acc[0]), typical) if terms else float(acc[0])
 
 
 # With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap

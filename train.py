@@ -824,11 +824,9 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
         WV2  = WV1 - gamma grad_WV L(WV=WV1, WKQ=WKQ1)
     Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}.  float64 throughout.
 
-    Instead of gamma one may give query_norm = q: gamma is then chosen, once the step-2 gradient
-    is known, so that the learned query w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma).
-    For eta -> 0 the argmax after step 3 depends on (eta, gamma) only through q, because
-    WV2 = WV1 - gamma grad and the WV1 term is O(eta / gamma).  If info is a dict, the gamma
-    used and gamma * eta are written into it."""
+    Instead of gamma one may give query_norm = q: gamma is then chosen so that the learned query
+    w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma); as eta -> 0 only q matters (see
+    three_step_limit).  If info is a dict, the gamma used and gamma * eta are written into it."""
     if (gamma is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma and query_norm")
     p0 = _zero_params(fixed)  # exercise 7
@@ -844,36 +842,87 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
     return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
 
 
-def retrieval_diagnostics(params, fixed, tokens, pos, labels, chunk=4096):
-    """Test accuracy, mean attention on the informative position, cos(query, z_trig), the query
-    norm |w|, its trigger score w.z_trig, the correct-logit margin (logit_y - max wrong logit)
-    in units of the row's logit standard deviation (scale-free, since WV2 is O(gamma)), and
-    hub_share: the fraction of the errors won by the single most frequent wrong label (a "hub"
-    label with an outlying bias takes most errors)."""
-    w = params["WKQ"] @ fixed["z_eos"]                                   # (d,) learned query
-    z = fixed["z_trig"]
-    N = len(labels)
-    hits, att, margin = 0, 0.0, 0.0
-    wrong = np.zeros(len(fixed["U"]), dtype=int)                         # (V,) wins of wrong labels
-    for s in range(0, N, chunk):
-        e = min(s + chunk, N)
-        logits, cache = rc.retrieval_forward(params, fixed, (tokens[s:e], pos[s:e]))   # (B, V)
-        a = cache[2]                                                     # (B, L) attention
-        rows = np.arange(e - s)
-        y = labels[s:e]
-        pred = logits.argmax(1)
-        hits += int((pred == y).sum())
-        wrong += np.bincount(pred[pred != y], minlength=len(wrong))
-        att += float(a[rows, pos[s:e]].sum())
-        correct = logits[rows, y].copy()
-        logits[rows, y] = -np.inf
-        sd = np.std(np.where(np.isfinite(logits), logits, correct[:, None]), axis=1) + 1e-300
-        margin += float(((correct - logits.max(1)) / sd).sum())
+def retrieval_pool(fixed, tokens, pos, w):
+    """Attention a (N, L), pooled rows phi and features g of recall.retrieval_forward, via the
+    (N, V) attention mass per vocabulary entry C: phi = C E + a_pos z_trig (one BLAS product)."""
+    E, z, W = fixed["E"], fixed["z_trig"], fixed.get("W_mlp")
+    (N, L), V = tokens.shape, len(E)
+    rows = np.arange(N)
+    s = (E @ w)[tokens]
+    s[rows, pos] += z @ w
+    a = rc.softmax(s, axis=1)
+    C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
+    phi = C @ E + np.outer(a[rows, pos], z)
+    return a, phi, (phi if W is None else np.maximum(phi @ W, 0.0))
+
+
+def three_step_limit(fixed, tokens, pos, labels, query_norm):
+    """three_step as eta -> 0 (the same argmax, tested), without the (N, V) softmaxes.  At
+    WV = O(eta) the softmax is 1/V, so dZ = -R/N (rows r_n = u_{y_n} - u_bar): WV1 = eta g0^T R/N;
+    step 2 back-propagates dg = -R WV1^T / (eta N) to the query as recall.retrieval_backward
+    does, w = -q grad_w / |grad_w|; WV2 is proportional to g1^T R (g0, g1: features at steps 1, 3)."""
+    E, z, W = fixed["E"], fixed["z_trig"], fixed.get("W_mlp")
+    N, L = tokens.shape
+    rows = np.arange(N)
+    R = fixed["U"][labels] - fixed["U"].mean(0)                      # (N, d)
+    a, phi, g0 = retrieval_pool(fixed, tokens, pos, np.zeros(E.shape[1]))
+    dphi = -R @ (g0.T @ R).T / N ** 2                                # dg = dZ WV1^T / eta
+    if W is not None:
+        dphi = (dphi * (phi @ W > 0)) @ W.T
+    da = (dphi @ E.T)[rows[:, None], tokens]                         # e_{x_i} . dphi
+    da[rows, pos] += dphi @ z
+    ds = a * (da - (a * da).sum(1, keepdims=True))
+    dw = E.T @ np.bincount(tokens.ravel(), ds.ravel(), len(E)) + ds[rows, pos].sum() * z
+    w = -query_norm * dw / np.linalg.norm(dw)
+    g1 = retrieval_pool(fixed, tokens, pos, w)[2]
+    return {"WKQ": np.outer(w, fixed["z_eos"]) / (fixed["z_eos"] @ fixed["z_eos"]),
+            "WV": g1.T @ R / N}
+
+
+def crn_sequences(task, N, L, Lmax, rng):
+    """N sequences (tokens (N, L), pos, labels) such that one rng state gives, at every L <= Lmax,
+    the same informative tokens, labels, positions pos/L and leading distractors (paired L)."""
+    x, u = rng.integers(0, task["V"], N), rng.random(N)
+    tokens = rng.integers(0, task["V"], (N, Lmax))[:, :L].copy()
+    pos = (u * L).astype(int)
+    tokens[np.arange(N), pos] = x
+    return tokens, pos, task["perm"][x]
+
+
+def run_draws_one(cfg):
+    """Accuracy and attention of cfg["draws"] independent draws at each N of cfg["Ns"] (nested
+    training prefixes).  Draw k takes E, U, z_trig, z_eos from rng [seed, k, 0], the permutation and
+    sequences from [seed, k, 1], so records differing in L, q, d, kind or method are paired."""
+    acc, att, z2 = [], [], []
+    for k in range(cfg["draws"]):
+        rng = np.random.default_rng([cfg["seed"], k, 0])
+        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
+                                 kind=cfg.get("kind", "gaussian"))
+        fixed, rng = rc.retrieval_fixed(task), np.random.default_rng([cfg["seed"], k, 1])
+        task["perm"] = rng.permutation(cfg["V"])
+        seqs = [crn_sequences(task, n, cfg["L"], cfg.get("Lmax", cfg["L"]), rng)
+                for n in (max(cfg["Ns"]), cfg["n_test"])]
+        runs = []
+        for N in cfg["Ns"]:
+            tr = [x[:N] for x in seqs[0]]
+            params = (three_step_limit(fixed, *tr, cfg["q"]) if cfg["method"] == "three_step"
+                      else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
+            runs.append(retrieval_diagnostics(params, fixed, *seqs[1]))
+        acc.append([r["accuracy"] for r in runs])
+        att.append([r["attention"] for r in runs])
+        z2.append(float(fixed["z_trig"] @ fixed["z_trig"]))
+    return {"accuracy": acc, "attention": att, "z2": z2}
+
+
+def retrieval_diagnostics(params, fixed, tokens, pos, labels):
+    """Test accuracy, mean attention on the informative position, the query norm |w| and
+    cos(query, z_trig) (features from retrieval_pool)."""
+    w, z = params["WKQ"] @ fixed["z_eos"], fixed["z_trig"]
+    a, _, g = retrieval_pool(fixed, tokens, pos, w)
     nw = float(np.linalg.norm(w))
-    return {"accuracy": hits / N, "attention": att / N,
-            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300)),
-            "query_norm": nw, "trig_score": float(w @ z), "margin": margin / N,
-            "hub_share": float(wrong.max() / max(wrong.sum(), 1))}
+    return {"accuracy": float(((g @ params["WV"] @ fixed["U"].T).argmax(1) == labels).mean()),
+            "attention": float(a[np.arange(len(pos)), pos].mean()), "query_norm": nw,
+            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300))}
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
@@ -888,25 +937,20 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
 
 
 def run_retrieval_one(cfg):
-    """One training run on a fresh task: three steps at query norm q, or Adam for `steps`.
-    Returns the diagnostics on n_test fresh sequences, the realised |z_trig|^2 (the theory
-    takes it as input) and, for three steps, gamma and gamma*eta."""
+    """One training run on a fresh task: the literal three steps (eta, query norm q), or Adam for
+    `steps`.  Returns the diagnostics on n_test fresh sequences and the realised |z_trig|^2."""
     rng = np.random.default_rng(cfg["seed"])
     task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
                              kind=cfg.get("kind", "gaussian"))
     fixed = rc.retrieval_fixed(task)
     tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)         # (N, L), (N,), (N,)
     test = rc.sample_retrieval(task, cfg["n_test"], rng)
-    info = {}
     if cfg["method"] == "three_step":
-        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"], info=info)
+        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"])
     else:
         params = retrieval_adam(fixed, tokens, pos, labels, cfg["steps"], cfg["lr"])
     out = retrieval_diagnostics(params, fixed, *test)
-    out["train_accuracy"] = retrieval_diagnostics(params, fixed, tokens, pos, labels)["accuracy"]
-    out["z2"] = float(fixed["z_trig"] @ fixed["z_trig"])
-    out.update(info)
-    return out
+    return dict(out, z2=float(fixed["z_trig"] @ fixed["z_trig"]))
 
 
 def _b_cfg(V, d, L, N, seed, q=10.0, m=None, kind="gaussian", method="three_step", n_test=2000,
@@ -940,47 +984,60 @@ AGREE_GRID = [  # (V, d, L, N, q, m)
 ]
 
 
-@experiment("b_agree", "paper B: predicted vs measured three-step accuracy (the agreement table)",
-            [("--seeds", "positive_int", 3, "seeds per grid point")])
-def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0, seeds=3):
-    n_test = {"tiny": 200, "small": 2000, "full": 8000}[scale]
+def _draws_cfg(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian", method="three_step",
+               n_test=2000, Lmax=None, **train):
+    cfg = {"V": V, "d": d, "L": L, "Ns": [int(N) for N in Ns], "seed": seed, "draws": draws,
+           "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L, **train}
+    return cfg if m is None else dict(cfg, m=m)
+
+
+DRAWS = {"tiny": 3, "small": 20, "full": 50}     # independent draws per plotted point
+
+
+@experiment("b_agree", "paper B: predicted vs measured three-step accuracy, mean and sd over draws")
+def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0):
     grid = AGREE_GRID if scale != "tiny" else [(16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)]
-    cfgs = [_b_cfg(V, d, L, N, seed + s, q=q, m=m, n_test=n_test)
-            for (V, d, L, N, q, m) in grid for s in range(seeds)]
-    recs = sweep("b_agree", cfgs, run_retrieval_one, out, jobs)
+    cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=q, m=m)
+            for (V, d, L, N, q, m) in grid]
+    recs = sweep("b_agree", cfgs, run_draws_one, out, jobs)
     print(agreement_table(recs))
     return recs
 
 
-def agreement_table(records):
-    """Markdown table: per grid point the seed-mean measured accuracy and the seed-mean
-    prediction (each seed's prediction uses its realised |z_trig|^2), and how many agree
-    within 0.10 among points whose measured accuracy lies in [0.1, 0.95]."""
-    groups = {}
+def agreement_rows(records, mc=8):
+    """Per grid point: measured mean and sd over the draws; theory.retrieval_accuracy(frozen=mc)
+    at each draw's |z_trig|^2, pooled (sd^2 = mean within-z2 variance ["sd_b"^2] + variance of the
+    means over the draws' z2); and the fresh-noise formula's mean."""
+    rows = []
     for r in records:
-        c = r["config"]
-        key = (c["V"], c["d"], c["L"], c["N"], c.get("q"), c.get("m"))
-        pred = theory.retrieval_accuracy(c["V"], c["N"], c["d"], c["L"], c["q"], c.get("m"),
-                                         z2=r["result"]["z2"])
-        groups.setdefault(key, []).append((r["result"]["accuracy"], pred,
-                                           r["result"]["attention"],
-                                           r["result"].get("hub_share", float("nan"))))
-    lines = ["| V | d | L | N | q | m | attention | measured | predicted | diff | measured per seed | max hub share |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    n_in, n_ok = 0, 0
-    for key, vals in groups.items():
-        meas, pred, att = (float(np.mean(v)) for v in list(zip(*vals))[:3])
-        per_seed = " / ".join(f"{v[0]:.2f}" for v in vals)
-        hub = max(v[3] for v in vals)
-        inside = 0.1 <= meas <= 0.95
-        ok = abs(meas - pred) <= 0.10
-        n_in += inside
-        n_ok += inside and ok
-        lines.append("| " + " | ".join("-" if v is None else str(v) for v in key)
-                     + f" | {att:.2f} | {meas:.3f} | {pred:.3f} | {pred - meas:+.3f} | {per_seed} "
-                     f"| {hub:.2f} |")
-    lines.append(f"\n{n_ok} of {n_in} points with measured accuracy in [0.1, 0.95] agree "
-                 f"within 0.10 ({len(groups)} points, {len(records)} runs).")
+        c, res = r["config"], r["result"]
+        acc = np.array(res["accuracy"])[:, 0]
+        args = (c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m"))
+        pr = np.array([theory.retrieval_accuracy(*args, z2=z, frozen=mc, n_test=c["n_test"])
+                       for z in res["z2"]])
+        rows.append(dict(key=args, att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
+                         meas_sd=acc.std(ddof=1), pred=pr[:, 0].mean(), sd_b=np.sqrt(np.mean(pr[:, 1] ** 2)),
+                         pred_sd=np.sqrt(np.mean(pr[:, 1] ** 2) + pr[:, 0].var()),
+                         fresh=np.mean([theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]])))
+    return sorted(rows, key=lambda w: [v or 0 for v in w["key"]])
+
+
+def agreement_table(records):
+    """Markdown table of agreement_rows and the targets: mean |predicted - measured|, mean signed
+    error, how many predicted sds lie within 30% of the measured one."""
+    rows = agreement_rows(records)
+    lines = ["| V | N | d | L | q | m | attention | measured | predicted (frozen bias) | diff | "
+             "sd without z2 spread | fresh-noise formula |", "|" + "---|" * 12]
+    for w in rows:
+        lines.append("| " + " | ".join(f"{v:g}" if v else "-" for v in w["key"]) + f" | {w['att']:.2f} | "
+                     f"{w['meas']:.3f} ± {w['meas_sd']:.3f} | {w['pred']:.3f} ± {w['pred_sd']:.3f} | "
+                     f"{w['pred'] - w['meas']:+.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} |")
+    diff, fresh = (np.array([w[k] - w["meas"] for w in rows]) for k in ("pred", "fresh"))
+    ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
+    lines.append(f"\n{len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - measured| = "
+                 f"{np.abs(diff).mean():.3f}, mean signed {diff.mean():+.3f} (fresh-noise formula: "
+                 f"{np.abs(fresh).mean():.3f}, {fresh.mean():+.3f}); predicted / measured sd: median "
+                 f"{np.median(ratio):.2f}, {int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%")
     return "\n".join(lines)
 
 
@@ -992,11 +1049,11 @@ def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     if scale == "tiny":                                  # for the tests
         V, Ls, ds, Ns = 16, [2, 4, 8], [8, 16], [100, 200]
     elif scale == "small":
-        V, Ls, ds, Ns = 128, [4, 16, 64], [16, 32, 64, 128], _geom(500, 16000, 6)
+        V, Ls, ds, Ns = 128, [4, 16, 64], [32, 64, 128], _geom(500, 16000, 5)
     else:
         V, Ls, ds, Ns = 256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8)
-    cfgs = [_b_cfg(V, d, L, N, seed, q=q) for L in Ls for d in ds for N in Ns]
-    return sweep("b_phase", cfgs, run_retrieval_one, out, jobs)
+    cfgs = [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for L in Ls for d in ds]
+    return sweep("b_phase", cfgs, run_draws_one, out, jobs)
 
 
 # Figure 2: N* versus d and versus V, by bisection on N.
@@ -1014,12 +1071,14 @@ def run_nstar_one(cfg):
         runs.append((fixed, rc.sample_retrieval(task, cfg["hi"], rng),
                      rc.sample_retrieval(task, cfg["n_test"], rng)))
 
+    sds = {}
+
     def mean_accuracy(N):
         accs = []
         for fixed, (tokens, pos, labels), test in runs:
-            params = three_step(fixed, tokens[:N], pos[:N], labels[:N], cfg["eta"],
-                                query_norm=cfg["q"])
+            params = three_step_limit(fixed, tokens[:N], pos[:N], labels[:N], cfg["q"])
             accs.append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
+        sds[N] = float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0   # sd over the tasks
         return float(np.mean(accs))
 
     accuracy_at, tried = memoised(mean_accuracy)
@@ -1035,16 +1094,13 @@ def run_nstar_one(cfg):
         nstar = None                                        # never reached within [lo, hi]
     else:
         nstar = round(math.sqrt(n_fail * min(above)))
-    return {"nstar": nstar, "tried": sorted(tried.items()),
+    return {"nstar": nstar, "tried": sorted(tried.items()), "tried_sd": sorted(sds.items()),
             "z2": [float(f["z_trig"] @ f["z_trig"]) for f, _, _ in runs]}
 
 
-def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=None, cap=200000):
+def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=20, cap=200000):
     """Bisection bracket [V/2, 3 pred] (capped); its geometric midpoints are not anchored on
-    the prediction, so the measurement cannot snap to it.  At saturated attention every test
-    row with the same token gets the same logits, so a task offers only V independent trials:
-    by default n_tasks = max(2, 512 // V) tasks are averaged."""
-    n_tasks = max(2, 512 // V) if n_tasks is None else n_tasks
+    the prediction, so the measurement cannot snap to it.  n_tasks tasks are averaged."""
     pred = theory.critical_N(V, d, L, q, tau)
     hi = int(min(3 * pred, cap)) if math.isfinite(pred) else cap
     cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": V // 2,
@@ -1059,13 +1115,14 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
     if scale == "tiny":
         L, V0, d0, ds, Vs, ratio, n_test = 4, 16, 32, [16, 32], [8, 16], 1.5, 200
     elif scale == "small":
-        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 96, 128, 256], [64, 128, 256], 1.25, 1000
+        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 128, 256], [64, 128, 256], 1.25, 1000
     else:
         L, V0, d0, ds, Vs, ratio, n_test = 8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024], 1.1, 4000
     cap = 2000 if scale == "tiny" else 200000
-    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="d")
+    n = DRAWS[scale]
+    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test, n, cap=cap), sweep_over="d")
             for d in ds]
-    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test, cap=cap), sweep_over="V")
+    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test, n, cap=cap), sweep_over="V")
              for V in Vs
              if not (V == V0 and d0 in ds)]          # that point is already in the d sweep
     recs = sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
@@ -1086,6 +1143,15 @@ def nstar_sweep(records, key):
         rs += [r for r in records if r["config"]["sweep_over"] == "d" and r["config"]["d"] == d0
                and all(r["config"]["V"] != o["config"]["V"] for o in rs)]
     return sorted(rs, key=lambda r: r["config"][key])
+
+
+def nstar_band(record):
+    """The N range over which the bisection's mean accuracy +- 1 sd over tasks crosses tau
+    (interpolated between the N tried): where a single task's N* typically falls."""
+    (Ns, acc), sd = zip(*record["result"]["tried"]), [s for _, s in record["result"]["tried_sd"]]
+    tau, acc = record["config"]["tau"], np.array(acc)
+    lo, hi = (crossing(list(Ns), list(acc + k * np.array(sd)), tau) for k in (1, -1))
+    return (np.nan if lo is None else lo), (np.nan if hi is None else hi)
 
 
 def nstar_table(records):
@@ -1118,11 +1184,29 @@ def nstar_table(records):
 def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
     Ns = _geom(V, 64 * V, {"tiny": 2, "small": 7, "full": 10}[scale])
-    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
-    cfgs = [_b_cfg(V, V + 2, L, N, sd, q=q, kind="onehot") for N in Ns for sd in seeds]
-    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in (V // 4, V // 2, V + 2) for N in Ns
-             for sd in seeds]
-    return sweep("b_embed", cfgs, run_retrieval_one, out, jobs)
+    cfgs = [_draws_cfg(V, V + 2, L, Ns, seed, DRAWS[scale], q=q, kind="onehot")]
+    cfgs += [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for d in (V // 4, V // 2, V + 2)]
+    recs = sweep("b_embed", cfgs, run_draws_one, out, jobs)
+    one = next(r for r in recs if r["config"]["kind"] == "onehot")       # one-hot minus random
+    print(paired_table(one, [r for r in recs if r is not one], "random d={d}"))
+    return recs
+
+
+def paired_table(base, records, name):
+    """Per record and N: accuracy mean +- sd over draws and the paired difference base - record
+    (mean +- sd over draws, standard error); the records share their draws (run_draws_one)."""
+    lines = ["| setting | N | attention | accuracy | paired difference | its standard error |",
+             "|---|---|---|---|---|---|"]
+    b = np.array(base["result"]["accuracy"])
+    for r in records:
+        acc = np.array(r["result"]["accuracy"])
+        for j, N in enumerate(r["config"]["Ns"]):
+            x = b[:, j] - acc[:, j]
+            lines.append(f"| {name.format(**r['config'])} | {N} | "
+                         f"{np.mean(np.array(r['result']['attention'])[:, j]):.3f} | "
+                         f"{acc[:, j].mean():.3f} ± {acc[:, j].std(ddof=1):.3f} | {x.mean():+.3f} ± "
+                         f"{x.std(ddof=1):.3f} | {x.std(ddof=1) / np.sqrt(len(x)):.3f} |")
+    return "\n".join(lines)
 
 
 # Figure 4: attention-only versus attention + fixed random MLP of width m.
@@ -1153,11 +1237,11 @@ def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
     Ns = _geom(V // 4, 128 * V, {"tiny": 3, "small": 8, "full": 13}[scale])
     if scale == "tiny":
         steps = min(steps, 10)
-    cfgs = [_b_cfg(V, d, L, N, seed, q=10.0) for d in ds for N in Ns]
-    # Adam reaches the coverage bound long before 8 V samples; larger N would only cost time
-    cfgs += [_b_cfg(V, d, L, N, seed, method="adam", steps=steps, lr=lr)
-             for d in ds for N in Ns if N <= 8 * V]
-    recs = sweep("b_long", cfgs, run_retrieval_one, out, jobs)
+    cfgs = [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale]) for d in ds]
+    # Adam reaches the coverage bound by N = 8 V, 7-70x before three steps: 5 draws resolve that.
+    cfgs += [_draws_cfg(V, d, L, [N for N in Ns if N <= 8 * V], seed, min(5, DRAWS[scale]),
+                        method="adam", steps=steps, lr=lr) for d in ds]
+    recs = sweep("b_long", cfgs, run_draws_one, out, jobs)
     print(long_table(recs))
     return recs
 
@@ -1172,10 +1256,13 @@ def crossing(xs, ys, tau):
 
 
 def long_curve(records, d, method):
-    """Accuracy versus N of one learner ("three_step" or "adam") at one d: (Ns, accuracies)."""
-    rs = sorted([r for r in records if r["config"]["d"] == d and r["config"]["method"] == method],
-                key=lambda r: r["config"]["N"])
-    return [r["config"]["N"] for r in rs], [r["result"]["accuracy"] for r in rs]
+    """Accuracy versus N of one learner ("three_step" or "adam") at one d: (Ns, mean, sd over
+    draws); empty lists if that learner was not run at d."""
+    rs = [r for r in records if r["config"]["d"] == d and r["config"]["method"] == method]
+    if not rs:
+        return [], [], []
+    acc = np.array(rs[0]["result"]["accuracy"])                   # (draws, len(Ns))
+    return rs[0]["config"]["Ns"], acc.mean(0).tolist(), acc.std(0, ddof=1).tolist()
 
 
 def long_table(records, taus=(0.3, 0.5)):
@@ -1186,12 +1273,11 @@ def long_table(records, taus=(0.3, 0.5)):
         for tau in taus:
             row = {}
             for method in ("three_step", "adam"):
-                Ns, accs = long_curve(records, d, method)
+                Ns, accs, _ = long_curve(records, d, method)
                 ns = crossing(Ns, accs, tau) if Ns else None
                 row[method] = "-" if ns is None else f"{ns:.0f}"
             c = records[0]["config"]
-            q = next(r["config"]["q"] for r in records if r["config"]["method"] == "three_step")
-            pred = theory.critical_N(c["V"], d, c["L"], q, tau)
+            pred = theory.critical_N(c["V"], d, c["L"], c["q"], tau)
             cov = math.log(1 - tau) / math.log(1 - 1 / c["V"]) - 1     # coverage_bound = tau
             lines.append(f"| {d} | {tau} | {row['three_step']} | {pred:.0f} | {row['adam']} | "
                          f"{cov:.0f} |")
@@ -1203,96 +1289,18 @@ def long_table(records, taus=(0.3, 0.5)):
 @experiment("b_length", "paper B, experiment 6: accuracy and attention on the informative token vs L",
             [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
 def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
+    """Every L shares the draw's embeddings, permutation, informative tokens, their relative
+    positions and leading distractors (crn_sequences), so differences across L are paired."""
     V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 6000), "full": (256, 128, 32000)}[scale]
     Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
           "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
-    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
-    cfgs = [_b_cfg(V, d, L, N, sd, q=qq) for qq in (q, 2 * q) for L in Ls for sd in seeds]
-    return sweep("b_length", cfgs, run_retrieval_one, out, jobs)
-
-
-# Each noise term against simulation: the three-step memory is split by the parts of the pooled
-# vectors, phi = p (e_x + z_trig) + nu, and the variance over wrong labels of each part's logits
-# is compared with the matching term of theory.retrieval_noise_terms (typical token).
-
-def _pooled_parts(fixed, tokens, pos, a):
-    """phi = p e_x + p z_trig + nu, as three (N, d) arrays; a (N, L) is the attention."""
-    E, z = fixed["E"], fixed["z_trig"]
-    N, L = tokens.shape
-    rows = np.arange(N)
-    p = a[rows, pos]                                                  # (N,)
-    nu = np.zeros((N, E.shape[1]))
-    for i in range(L):
-        w = np.where(pos == i, 0.0, a[:, i])
-        nu += w[:, None] * E[tokens[:, i]]                            # (N, d)
-    return p[:, None] * E[tokens[rows, pos]], p[:, None] * z[None, :], nu
-
-
-def run_terms_one(cfg):
-    """Measured variance / S^2 of the logit parts of the three-step model (attention only):
-    'e_e' test token & distractors x train tokens (theory: overlap + crosstalk), 'z_ze' test
-    trigger x train token + trigger (mean bias), 'x_nu' anything x train distractors (distractor);
-    sigma2 of the whole logit, and the theory's terms at the typical token."""
-    rng = np.random.default_rng(cfg["seed"])
-    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng)
-    fixed = rc.retrieval_fixed(task)
-    tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)
-    tt, tp, ty = rc.sample_retrieval(task, cfg["n_test"], rng)
-    params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"])
-    a_tr = rc.retrieval_forward(params, fixed, (tokens, pos))[1][2]   # (N, L)
-    a_te = rc.retrieval_forward(params, fixed, (tt, tp))[1][2]        # (n, L)
-    Re, Rz, Rnu = _pooled_parts(fixed, tokens, pos, a_tr)
-    Te, Tz, Tnu = _pooled_parts(fixed, tt, tp, a_te)
-    U = fixed["U"]
-    R = U[labels] - U.mean(0)                                         # (N, d) r_n
-    logit = lambda T, Rp: (T @ (Rp.T @ R)) @ U.T                      # (n, V)
-    n = len(ty)
-    rows = np.arange(n)
-    wrong = np.ones((n, cfg["V"]), bool)
-    wrong[rows, ty] = False
-    def var_wrong(x):
-        return float(np.mean(x[wrong].reshape(n, -1).var(1)))
-    full = logit(Te + Tz + Tnu, Re + Rz + Rnu)
-    S = float(np.mean(full[rows, ty] - full[wrong].reshape(n, -1).mean(1)))
-    parts = {"e_e": logit(Te + Tnu, Re), "z_ze": logit(Tz, Rz + Re), "x_nu": logit(Te + Tz + Tnu, Rnu)}
-    out = {k: var_wrong(x) / S ** 2 for k, x in parts.items()}
-    out["sigma2"] = var_wrong(full) / S ** 2
-    out["accuracy"] = float((full.argmax(1) == ty).mean())
-    out["attention"] = float(a_te[rows, tp].mean())
-    z2 = float(fixed["z_trig"] @ fixed["z_trig"])
-    acc, T = theory.retrieval_accuracy(cfg["V"], cfg["N"], cfg["d"], cfg["L"], cfg["q"], z2=z2,
-                                       terms=True)
-    out["theory"] = {k: float(v) for k, v in T.items()}
-    out["theory_accuracy"] = float(acc)
-    return out
-
-
-TERMS_GRID = [(128, 64, 8, 4000, 10.0), (256, 128, 8, 8000, 10.0), (128, 64, 32, 4000, 4.0),
-              (128, 128, 16, 8000, 5.0), (128, 64, 128, 8000, 10.0)]
-
-
-@experiment("b_terms", "paper B: each noise term of the accuracy formula against simulation (table)")
-def run_b_terms(out=RESULTS, scale="small", jobs=1, seed=0):
-    grid = TERMS_GRID if scale != "tiny" else [(16, 16, 4, 200, 5.0)]
-    n_test = 200 if scale == "tiny" else 1000
-    cfgs = [{"V": V, "d": d, "L": L, "N": N, "q": q, "seed": seed, "eta": 1e-3, "n_test": n_test}
-            for V, d, L, N, q in grid]
-    recs = sweep("b_terms", cfgs, run_terms_one, out, jobs)
-    print(terms_table(recs))
+    cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=qq, Lmax=max(Ls)) for qq in (q, 2 * q)
+            for L in Ls]
+    recs = sweep("b_length", cfgs, run_draws_one, out, jobs)
+    for qq in (q, 2 * q):                                  # shortest L minus each L, per q
+        rs = sorted([r for r in recs if r["config"]["q"] == qq], key=lambda r: r["config"]["L"])
+        print(paired_table(rs[0], rs, "q={q:g}, L={L}"))
     return recs
-
-
-def terms_table(records):
-    lines = ["| V | d | L | N | q | attention | e.e measured | overlap + crosstalk | "
-             "z.(z+e) measured | mean bias | x.nu measured | distractor | sigma^2 measured | "
-             "sigma^2 predicted |", "|" + "---|" * 14]
-    for r in records:
-        c, m, t = r["config"], r["result"], r["result"]["theory"]
-        lines.append(f"| {c['V']} | {c['d']} | {c['L']} | {c['N']} | {c['q']:g} | "
-                     f"{m['attention']:.2f} | {m['e_e']:.3f} | {t['overlap'] + t['crosstalk']:.3f} | "
-                     f"{m['z_ze']:.3f} | {t['mean_bias']:.3f} | {m['x_nu']:.4f} | "
-                     f"{t['distractor']:.4f} | {m['sigma2']:.3f} | {sum(t.values()):.3f} |")
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- command line
