@@ -16,7 +16,7 @@ CORE_FIGURES = fig5
 
 PAPER_A_FIGURES = linear mlp facts tradeoff
 
-PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length
+PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length b_scaling b_gradinfo
 
 .PHONY: test figures clean bench $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
@@ -82,6 +82,15 @@ b_long: .venv/ready
 b_length: .venv/ready
 	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_length
+
+b_scaling: .venv/ready
+	$(RUN) b_scaling --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_scaling
+
+# adds d and Adam runs to b_scaling's; its figure reads both
+b_gradinfo: b_scaling
+	$(RUN) b_gradinfo --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_gradinfo
 
 .PHONY: b_terms
 b_terms: .venv/ready

@@ -1122,21 +1122,60 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     return sweep("b_embed", cfgs, run_retrieval_one, out, jobs)
 
 
-# Figure 4: attention-only versus attention + fixed random MLP of width m.
+# Figure 4: attention-only versus attention + fixed random MLP of width m, at small d.
 
-@experiment("b_mlp", "paper B, experiment 4: attention-only vs attention + fixed MLP, accuracy vs m d",
-            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
-def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
-    if scale == "tiny":
-        V, L, N, ds, ms = 16, 4, 200, [8], [8, 32]
-    elif scale == "small":
-        V, L, N, ds, ms = 64, 8, 4000, [32, 64], [16, 64, 256, 1024]
-    else:
-        V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
-    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
-    cfgs = [_b_cfg(V, d, L, N, sd, q=q, m=m) for d in ds for m in ms for sd in seeds]
-    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in ds for sd in seeds]
-    return sweep("b_mlp", cfgs, run_retrieval_one, out, jobs)
+@experiment("b_mlp", "paper B, experiment 4: attention-only vs attention + fixed MLP (plain and "
+            "centred) across m at small d, paired draws",
+            [("--draws", "positive_int", 20, "independent draws per point"),
+             ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
+    V, L, Ns, ds, ms = {"tiny": (16, 4, [200], [8], [8, 32]),
+                        "small": (256, 4, [8000], [12, 16, 24], [32, 128, 512]),
+                        "full": (256, 8, [4000, 32000], [12, 16, 24, 32],
+                                 [16, 32, 64, 128, 256, 512, 1024])}[scale]
+    draws = 2 if scale == "tiny" else draws
+    common = dict(V=V, L=L, q=q, Ns=Ns, n_test=1000, methods=["three_step"])
+    cfgs = [c for d in ds for c in _draws_cfgs(draws, seed, d=d, **common)]
+    cfgs += [c for d in ds for m in ms for centred in (False, True)
+             for c in _draws_cfgs(draws, seed, d=d, m=m, centred=centred, **common)]
+    recs = sweep("b_mlp", cfgs, run_learners_one, out, jobs)
+    print(mlp_table(recs))
+    return recs
+
+
+def mlp_table(records):
+    """Per d, N and m: accuracy (mean +- sd over draws) of attention-only, attention + MLP and
+    with centred MLP features, the paired differences to attention-only (mean +- standard
+    error: same embeddings, samples and test set), and the formula's predictions."""
+    c0 = records[0]["config"]
+    lines = ["| d | N | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
+             "centred - att. | predicted att. / MLP |", "|" + "---|" * 10]
+    acc = lambda **k: {r["config"]["seed"]: r["result"]["three_step"]
+                       for r in records if all(r["config"].get(a) == b for a, b in k.items())}
+    ms_ = sorted({r["config"].get("m") for r in records if r["config"].get("m")})
+    for d in sorted({r["config"]["d"] for r in records}):
+        att = acc(d=d, m=None)
+        for i, N in enumerate(c0["Ns"]):
+            pa = theory.retrieval_accuracy(c0["V"], N, d, c0["L"], c0["q"])
+            for m in ms_:
+                row = [f"| {d} | {N} | {m} | {m * d / c0['V']:g} | {_msd(att, i)} "]
+                for centred in (False, True):
+                    a = acc(d=d, m=m, centred=centred)
+                    row.append(f"| {_msd(a, i)} | {_paired(a, att, i)} ")
+                pm = theory.retrieval_accuracy(c0["V"], N, d, c0["L"], c0["q"], m)
+                lines.append("".join(row) + f"| {pa:.3f} / {pm:.3f} |")
+    return "\n".join(lines)
+
+
+def _msd(runs, i):
+    v = np.array([r[i] for r in runs.values()])
+    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if len(v) > 1 else f"{v.mean():.3f}"
+
+
+def _paired(a, b, i):
+    v = np.array([a[s][i] - b[s][i] for s in a if s in b])
+    return (f"{v.mean():+.3f} ± {v.std(ddof=1) / math.sqrt(len(v)):.3f}" if len(v) > 1
+            else f"{v.mean():+.3f}")
 
 
 # Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
@@ -1290,6 +1329,198 @@ def terms_table(records):
                      f"{m['z_ze']:.3f} | {t['mean_bias']:.3f} | {m['x_nu']:.4f} | "
                      f"{t['distractor']:.4f} | {m['sigma2']:.3f} | {sum(t.values()):.3f} |")
     return "\n".join(lines)
+
+
+# N*, d and L together; the gradient-information learner; where the fixed MLP helps.  Every run
+# is one draw (seed) evaluated for several learners and nested training sets on common random
+# numbers, so that curves are averaged over >= 20 draws and comparisons are paired.
+
+def crn_sample(task, n, seed, stream):
+    """n sequences whose informative tokens, positions (as a fraction of L) and labels depend
+    only on (seed, stream), not on L, d or m, so settings compared on one seed are paired; the
+    first N of them are the training set of size N (nested)."""
+    V, L = task["V"], task["L"]
+    r = np.random.default_rng([seed, stream])
+    x, pos = r.integers(0, V, n), (r.random(n) * L).astype(int)
+    tokens = np.random.default_rng([seed, stream, L]).integers(0, V, (n, L))   # distractors
+    tokens[np.arange(n), pos] = x
+    return tokens, pos, task["perm"][x]
+
+
+def gradient_statistic(fixed, tokens, labels):
+    """grad_WV of the mean loss at WV = 0, WKQ = 0 (there grad_WKQ = 0: this is all the gradient
+    information of the initialised model), in closed form.  Attention is uniform and the softmax
+    1/V, so with C[x, y] = #(token x in a sequence labelled y), U_c = U - u_bar and
+    E~ = E + 1 z_trig^T / L (the trigger is one of the L rows that are averaged):
+        grad_WV = -(1/N) sum_n phi_n (u_{y_n} - u_bar)^T = -(1/(N L)) E~^T C U_c."""
+    E, U = fixed["E"], fixed["U"]
+    (N, L), V = tokens.shape, len(E)
+    C = np.bincount((tokens * V + labels[:, None]).ravel(), minlength=V * V).reshape(V, V)
+    return -((E + fixed["z_trig"] / L).T @ C @ (U - U.mean(0))) / (N * L)
+
+
+def gradinfo_decoder(fixed, G, L):
+    """[ours] The label predicted for each token (V,) by a learner that sees only G (and E, U,
+    z_trig).  G is a linear image of the counts C, whose only pi-dependent part is N/V at
+    (x, pi(x)).  If the cells of C had i.i.d. Gaussian noise, the log-likelihood of pi would be
+    <C_hat, Pi> plus a term almost constant in pi, with C_hat = (E~^T)^+ (-G) U_c^+ the
+    minimum-norm solution (the posterior mean under an isotropic Gaussian prior) of
+    E~^T C U_c = -N L G; so token x is decoded as argmax_v C_hat[x, v] (per token, not
+    constrained to a permutation).  For d >= V this recovers C itself."""
+    E, U = fixed["E"], fixed["U"]
+    C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
+    return C_hat.argmax(1)
+
+
+def run_learners_one(cfg):
+    """One draw: embeddings, a training stream and n_test test sequences (crn_sample); the
+    test accuracy of each learner in cfg["methods"] at each N in cfg["Ns"].  With m, the fixed
+    MLP's columns are nested across m; centred subtracts their mean over tokens at saturated
+    attention, mean_x relu((e_x + z_trig) W_mlp), the features' common component."""
+    V, d, L, seed = cfg["V"], cfg["d"], cfg["L"], cfg["seed"]
+    task = rc.make_retrieval(V, d, L, np.random.default_rng([seed, d]))
+    fixed = rc.retrieval_fixed(task)
+    if cfg.get("m"):
+        W = np.random.default_rng([seed, d, 1]).standard_normal((cfg["m"], d)).T / math.sqrt(d)
+        fixed["W_mlp"] = W
+        if cfg.get("centred"):
+            fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ W, 0).mean(0)
+    tokens, pos, labels = crn_sample(task, max(cfg["Ns"]), seed, 1)
+    test = crn_sample(task, cfg["n_test"], seed, 2)
+    x_test = test[0][np.arange(cfg["n_test"]), test[1]]
+    out = {method: [] for method in cfg["methods"]}
+    for N in cfg["Ns"]:
+        tr = tokens[:N], pos[:N], labels[:N]
+        for method in cfg["methods"]:
+            if method == "gradinfo":
+                pred = gradinfo_decoder(fixed, gradient_statistic(fixed, tr[0], tr[2]), L)
+                out[method].append(float(np.mean(pred[x_test] == test[2])))
+                continue
+            params = (three_step(fixed, *tr, 1e-3, query_norm=cfg["q"]) if method == "three_step"
+                      else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
+            out[method].append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
+    return out
+
+
+def learner_curve(records, method, **match):
+    """Ns, mean and sd over draws of one learner's accuracy-versus-N curve, and the number of
+    draws, among the records whose config matches (None if none)."""
+    rs = [r for r in records if method in r["result"]
+          and all(r["config"].get(k) == v for k, v in match.items())]
+    if not rs:
+        return None
+    A = np.array([r["result"][method] for r in rs])               # (draws, Ns)
+    return np.array(rs[0]["config"]["Ns"]), A.mean(0), A.std(0, ddof=1), len(rs)
+
+
+def nstar_band(curve, tau):
+    """N* where the mean curve reaches tau, and where mean + sd and mean - sd do: the range of
+    N over which a single run crosses tau (None: not reached on the grid)."""
+    Ns, mean, sd, _ = curve
+    return [crossing(list(Ns), list(y), tau) for y in (mean, mean + sd, mean - sd)]
+
+
+def _draws_cfgs(draws, seed, **common):
+    return [dict(common, seed=seed + s) for s in range(draws)]
+
+
+SCALING = {"tiny": (16, [16], [2, 4], [32, 64, 128]),     # V, ds, Ls, Ns
+           "small": (64, [32, 64], [2, 4, 8, 16, 32, 64], [16 * 2 ** k for k in range(9)]),
+           "full": (128, [64, 128, 256], [2, 4, 8, 16, 32, 64, 128, 256],
+                    [16 * 2 ** k for k in range(13)])}
+
+
+@experiment("b_scaling", "paper B: N* versus L at two d, and accuracy against the formula's "
+            "signal-to-noise ratio over a grid of (N, d, L)",
+            [("--draws", "positive_int", 20, "independent draws per point"),
+             ("--tau", "positive_float", 0.3, "target accuracy for N*"),
+             ("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
+def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
+    V, ds, Ls, Ns = SCALING[scale]
+    draws = 2 if scale == "tiny" else draws
+    cfgs = [c for d in ds for L in Ls for c in _draws_cfgs(
+        draws, seed, V=V, d=d, L=L, q=q, tau=tau, Ns=Ns, n_test=1000,
+        methods=["three_step", "gradinfo"])]
+    recs = sweep("b_scaling", cfgs, run_learners_one, out, jobs)
+    pts, rms = collapse_points(recs)
+    print(scaling_table(recs) + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance "
+          f"{rms:.3f} over {len(pts)} (N, d, L) points; mean sd of one run "
+          f"{np.mean([p[2] for p in pts]):.3f}")
+    return recs
+
+
+def collapse_points(records, method="three_step"):
+    """Per (d, L, N) of b_scaling: the formula's signal-to-noise ratio theory.retrieval_snr and
+    the measured accuracy (mean, sd over draws); and the rms distance of the means from the
+    one-token curve theory.snr_accuracy(V, snr)."""
+    c0, pts = records[0]["config"], []
+    for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
+        Ns, mean, sd, _ = learner_curve(records, method, d=d, L=L)
+        pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), float(a), float(s), d, L,
+                 int(N)) for N, a, s in zip(Ns, mean, sd)]
+    rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
+    return pts, rms
+
+
+def scaling_table(records, method="three_step", over="L"):
+    """N* (band: where mean -+ sd cross tau) against L or d per value of the other, measured
+    and predicted (theory.critical_N, three steps), and the local exponents d log N*/d log x
+    between neighbouring points."""
+    c0 = records[0]["config"]
+    tau, other = c0["tau"], "d" if over == "L" else "L"
+    lines = [f"| {other} | {over} | N* {method} | band | predicted N* (three steps) | "
+             "local exponent measured | predicted |", "|---|---|---|---|---|---|---|"]
+    for o in sorted({r["config"][other] for r in records}):
+        xs = sorted({r["config"][over] for r in records if r["config"][other] == o})
+        rows = []
+        for x in xs:
+            curve = learner_curve(records, method, **{other: o, over: x})
+            if curve is None:
+                continue
+            a = dict(c0, **{other: o, over: x})
+            rows.append((x, *nstar_band(curve, tau),
+                         theory.critical_N(a["V"], a["d"], a["L"], a["q"], tau)))
+        for i, (x, n, lo, hi, p) in enumerate(rows):
+            ex = ["-", "-"]
+            if i and n and rows[i - 1][1]:
+                s = math.log(rows[i][0] / rows[i - 1][0])
+                ex = [f"{math.log(n / rows[i - 1][1]) / s:+.2f}",
+                      f"{math.log(p / rows[i - 1][4]) / s:+.2f}" if math.isfinite(p + rows[i - 1][4])
+                      else "-"]
+            f = lambda v: "-" if v is None else f"{v:.0f}"
+            lines.append(f"| {o} | {x} | {f(n)} | {f(lo)} to {f(hi)} | {p:.0f} | {ex[0]} | {ex[1]} |")
+    return "\n".join(lines)
+
+
+@experiment("b_gradinfo", "paper B: the gradient-information learner against three steps, Adam "
+            "and the coverage bound, N* versus d and L (adds to the b_scaling runs)",
+            [("--draws", "positive_int", 20, "independent draws per point"),
+             ("--tau", "positive_float", 0.3, "target accuracy for N*"),
+             ("--q", "positive_float", 5.0, "query norm of the three-step model"),
+             ("--steps", "positive_int", 150, "full-batch Adam steps"),
+             ("--lr", "positive_float", 0.02, "Adam learning rate")])
+def run_b_gradinfo(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0,
+                   steps=150, lr=0.02):
+    V, ds, Ls, Ns = SCALING[scale]
+    L0, d0 = (4, 16) if scale == "tiny" else (8, 64)
+    extra_d = {"tiny": [8], "small": [16, 128], "full": [32, 512]}[scale]
+    draws, adam_draws = (2, 2) if scale == "tiny" else (draws, 5)
+    common = dict(V=V, q=q, tau=tau, n_test=1000)
+    cfgs = [c for d in extra_d for c in _draws_cfgs(draws, seed, d=d, L=L0, Ns=Ns,
+                                                    methods=["three_step", "gradinfo"], **common)]
+    # Adam reaches the coverage bound by N = 4 V (b_long): fewer draws (its spread is small),
+    # and in the L sweep only the shortest and the second longest L (its cost grows with L)
+    adam = dict(Ns=[n for n in Ns if n <= 4 * V], methods=["adam"], steps=steps, lr=lr, **common)
+    pairs = [(d, L0) for d in ds + extra_d] + [(d0, L) for L in sorted({Ls[0], Ls[-2]} - {L0})]
+    cfgs += [c for d, L in pairs for c in _draws_cfgs(adam_draws, seed, d=d, L=L, **adam)]
+    recs = sweep("b_gradinfo", cfgs, run_learners_one, out, jobs)
+    both = load_records(out, "b_scaling") + recs
+    for method in ("gradinfo", "three_step", "adam"):
+        print(f"\n{method}:\n" + scaling_table([r for r in both if r["config"]["L"] == L0], method,
+                                                "d") + "\n"
+              + scaling_table([r for r in both if r["config"]["d"] == d0], method, "L"))
+    print(f"coverage bound: N* = {math.log(1 - tau) / math.log(1 - 1 / V) - 1:.0f} (any learner)")
+    return recs
 
 
 # ----------------------------------------------------------------------------- command line
