@@ -87,9 +87,8 @@ b_scaling: .venv/ready
 	$(RUN) b_scaling --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_scaling
 
-# adds d and Adam runs to b_scaling's; its figure reads both
+# the gradient-information learner, three steps and Adam: drawn from b_scaling's runs
 b_gradinfo: b_scaling
-	$(RUN) b_gradinfo --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_gradinfo
 
 .PHONY: b_terms

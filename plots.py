@@ -423,36 +423,32 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
 
 @figure("b_mlp")
 def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
-    """Per d: accuracy against m d / V of attention + fixed MLP, plain and centred, with
-    attention-only as a horizontal band (+-1 sd over paired draws) and the formula dotted."""
+    """Per d: accuracy against m d / V of attention + fixed MLP, plain and centred, attention
+    only as a horizontal band (+-1 sd over paired draws), and the formula dotted."""
     recs = _need(load_records(results, "b_mlp"), "b_mlp", results)
     c = recs[0]["config"]
+    V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in recs})
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], ds):
-        curves = {}
-        for r in recs:
-            if r["config"]["d"] == d:
-                key = (r["config"].get("m"), r["config"].get("centred", False))
-                curves.setdefault(key, []).append(r["result"]["three_step"][-1])
-        ms = sorted({m for m, _ in curves if m})
-        x = np.array(ms) * d / c["V"]
+        arms = {k: list(v.values()) for k, v in train.mlp_arms(recs, d).items()}
+        ms = sorted(m for m, _ in arms if m)
+        x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
-            v = [curves[(m, centred)] for m in ms]
-            _sd_band(ax, x, [np.mean(a) for a in v], np.array([np.std(a, ddof=1) for a in v]), col, lab)
-        att = curves[(None, False)]
+            v = [arms[(m, centred)] for m in ms]
+            _sd_band(ax, x, np.mean(v, 1), np.std(v, 1, ddof=1), col, lab)
+        att = arms[(None, False)]
         _sd_band(ax, x[[0, -1]], [np.mean(att)] * 2, np.std(att, ddof=1), "k", "attention only", "--")
-        N = c["Ns"][-1]
-        ax.plot(x, [theory.retrieval_accuracy(c["V"], N, d, c["L"], c["q"], m) for m in ms], ":",
-                color="C0", label="predicted, + MLP")
-        ax.axhline(theory.retrieval_accuracy(c["V"], N, d, c["L"], c["q"]), color="k", ls=":",
-                   lw=1, label="predicted, attention only")
-        ax.axhline(1 / c["V"], color="gray", lw=0.8, label="chance")
+        ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], ":", color="C0",
+                label="predicted, + MLP")
+        ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":", lw=1,
+                   label="predicted, attention only")
+        ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
         _ticks(ax, x)
         ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
-    axes[0][0].set_ylabel("test accuracy (mean $\\pm$ 1 sd)")
+    axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"V={c['V']}, N={N}, L={c['L']}, |w|={c['q']:g}, {len(att)} paired draws "
+    fig.suptitle(f"V={V}, N={N}, L={L}, |w|={q:g}, {len(att)} paired draws "
                  "(same embeddings, samples, test set)", fontsize=9)
     return _save(fig, path)
 
@@ -533,20 +529,15 @@ def _sd_band(ax, x, mean, sd, color, label, style="o-"):
     ax.plot(x, mean, style, color=color, ms=3, label=label)
 
 
-def _nstar_points(ax, recs, method, over, color, label, style="o", **match):
-    """N* (mean curve crossing tau) against `over`, with bars from the mean -+ sd crossings
-    (open-ended where a band edge never reaches tau); returns (x, N*) for the fitted slope."""
-    xs = sorted({r["config"][over] for r in recs if method in r["result"]
-                 and all(r["config"][k] == v for k, v in match.items())})
-    pts = [(x, train.nstar_band(train.learner_curve(recs, method, **match, **{over: x}),
-                                recs[0]["config"]["tau"])) for x in xs]
-    x, n, lo, hi = (np.array([p[0] for p in pts], float),
-                    *(np.array([np.nan if v is None else v for v in col], float)
-                      for col in zip(*(p[1] for p in pts))))
-    top = np.where(np.isnan(hi), 3 * np.nanmax(np.r_[n, lo, 1]), hi)
-    ax.vlines(x, np.where(np.isnan(lo), n, lo), top, color=color, alpha=0.5)
+def _nstar(ax, recs, method, over, color, label, style="o-", **match):
+    """train.nstar_points drawn: N* with bars from the mean -+ sd crossings (open to the top
+    where mean - sd never reaches tau); returns x and the predicted three-step N*."""
+    x, n, lo, hi, p = train.nstar_points(recs, method, over, **match)
+    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
+              alpha=0.5)
     ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
-    return x, n
+    _ticks(ax, x)
+    return x, p
 
 
 @figure("b_scaling")
@@ -554,64 +545,55 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
     """N* against L at two d (three steps, with theory.critical_N), and every (N, d, L) point's
     accuracy against the formula's signal-to-noise ratio theory.retrieval_snr."""
     recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
-    c0 = recs[0]["config"]
-    V, q, tau = c0["V"], c0["q"], c0["tau"]
+    V, q, tau = (recs[0]["config"][k] for k in ("V", "q", "tau"))
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0))
-    for i, d in enumerate(sorted({r["config"]["d"] for r in recs})):
-        x, _ = _nstar_points(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
+    ds = sorted({r["config"]["d"] for r in recs})
+    for i, d in enumerate(d for d in ds if len({r["config"]["L"] for r in recs if r["config"]["d"] == d}) > 1):
+        x, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
         Lf = np.unique(np.geomspace(x[0], x[-1] * 2, 16).round().astype(int))
-        pred = [theory.critical_N(V, d, int(L), q, tau) for L in Lf]
+        pred = np.array([theory.critical_N(V, d, int(L), q, tau) for L in Lf])
         axes[0].plot(Lf, np.where(np.isfinite(pred), pred, np.nan), ":", color=f"C{i}",
-                     label=f"predicted, $d={d}$ (slope "
-                           f"{theory.loglog_slope(x, [theory.critical_N(V, d, int(L), q, tau) for L in x]):+.2f})")
-    _ticks(axes[0], x)
-    axes[0].set(yscale="log", xlabel="sequence length $L$",
+                     label=f"predicted, $d={d}$ (slope {theory.loglog_slope(x, p):+.2f})")
+    axes[0].set(yscale="log", ylim=(None, 2e4), xlabel="sequence length $L$",
                 ylabel=rf"$N^*$ (mean accuracy $\geq$ {tau:g}); bars: mean $\mp$ 1 sd")
-    axes[0].legend(fontsize=7)
     pts, rms = train.collapse_points(recs)
-    snr = np.array([p[0] for p in pts])
     Ls = sorted({p[4] for p in pts})
-    for p in pts:
-        col = plt.cm.viridis(Ls.index(p[4]) / max(len(Ls) - 1, 1))
-        axes[1].errorbar(p[0], p[1], p[2], fmt="o" if p[3] == min(q[3] for q in pts) else "s",
-                         color=col, ms=3, lw=0.6, alpha=0.8)
-    sf = np.linspace(0, snr.max() * 1.05, 60)
+    col = lambda L: plt.cm.viridis(Ls.index(L) / max(len(Ls) - 1, 1))
+    for s, a, sd, d, L, N in pts:
+        axes[1].errorbar(s, a, sd, fmt="osD^v"[ds.index(d)], color=col(L), ms=3, lw=0.6)
+    sf = np.linspace(0, max(p[0] for p in pts) * 1.05, 60)
     axes[1].plot(sf, [theory.snr_accuracy(V, s) for s in sf], "k-",
                  label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
     for L in Ls:
-        axes[1].plot([], [], "o", color=plt.cm.viridis(Ls.index(L) / max(len(Ls) - 1, 1)),
-                     label=f"$L={L}$")
+        axes[1].plot([], [], "o", color=col(L), label=f"$L={L}$")
     axes[1].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma(N, d, L)$ (typical token)",
-                ylabel="test accuracy (mean $\\pm$ 1 sd over draws)")
-    axes[1].legend(fontsize=7, title="circles: smaller $d$, squares: larger", title_fontsize=7)
-    n = train.learner_curve(recs, "three_step", d=c0["d"], L=c0["L"])[3]
+                ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
+    for ax, title in zip(axes, ("", "markers: " + ", ".join(f"{m} $d={d}$" for m, d in zip(
+            ("circles", "squares", "diamonds", "triangles"), ds)))):
+        ax.legend(fontsize=7, title=title, title_fontsize=7)
+    n = len({r["config"]["seed"] for r in recs})
     fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
     return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
 
 
 @figure("b_gradinfo")
 def plot_b_gradinfo(results=RESULTS, path="figures/b_gradinfo.png"):
-    """N* against d and against L of the gradient-information learner, three steps, Adam, and
-    the coverage bound (b_scaling and b_gradinfo records together)."""
-    gi = _need(load_records(results, "b_gradinfo"), "b_gradinfo", results)
-    recs = gi + load_records(results, "b_scaling")
-    c0 = recs[0]["config"]
-    V, tau = c0["V"], c0["tau"]
-    L0 = next(r["config"]["L"] for r in gi if "gradinfo" in r["config"]["methods"])  # d sweep
-    d0 = next((r["config"]["d"] for r in gi if r["config"]["L"] != L0), c0["d"])     # L sweep
+    """N* against d (at L0) and against L (at d0) of the gradient-information learner, three
+    steps and Adam (b_scaling's records), and the coverage bound."""
+    recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
+    V, q, tau, L0, d0 = (recs[0]["config"][k] for k in ("V", "q", "tau", "L0", "d0"))
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0))
     for ax, over, match in ((axes[0], "d", {"L": L0}), (axes[1], "L", {"d": d0})):
         for method, col, style, lab in (("gradinfo", "C3", "D-", "gradient information"),
                                         ("three_step", "C0", "o-", "three steps"),
                                         ("adam", "C2", "s-", "Adam")):
-            x, _ = _nstar_points(ax, recs, method, over, col, lab, style, **match)
-        _ticks(ax, x)
+            _nstar(ax, recs, method, over, col, lab, style, **match)
         ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--",
                    label="coverage bound (any learner)")
-        ax.set(yscale="log", xlabel=f"${over}$ (" + ", ".join(
+        ax.set(yscale="log", ylim=(10, 2e4), xlabel=f"${over}$ (" + ", ".join(
             f"{k}={v}" for k, v in match.items()) + ")", ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})")
         ax.legend(fontsize=7)
-    fig.suptitle(f"V={V}; three steps at |w|={c0['q']:g}; bars: where mean $\\mp$ 1 sd crosses "
+    fig.suptitle(f"V={V}; three steps at |w|={q:g}; bars: where mean $\\mp$ 1 sd crosses "
                  f"{tau:g}", fontsize=9)
     return _save(fig, path)
 

@@ -759,10 +759,10 @@ def test_centred_mlp_backward_matches_finite_differences():
 
 
 def test_scaling_and_gradinfo_tiny(tmp_path):
-    """b_scaling and b_gradinfo (which reads b_scaling's records) at tiny scale, and figures."""
+    """b_scaling at tiny scale, and its two figures (b_scaling, b_gradinfo)."""
+    recs = train.run_b_scaling(out=str(tmp_path), scale="tiny", jobs=1, seed=0)
+    assert {m for r in recs for m in r["result"]} == {"three_step", "gradinfo", "adam"}
+    assert all(len(v) == len(r["config"]["Ns"]) for r in recs for v in r["result"].values())
     for name in ("b_scaling", "b_gradinfo"):
-        recs = train.EXPERIMENTS[name][0](out=str(tmp_path), scale="tiny", jobs=1, seed=0)
-        assert recs and all(len(v) == len(r["config"]["Ns"]) for r in recs
-                            for v in r["result"].values())
         path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
         assert os.path.getsize(path) > 1000

@@ -1129,53 +1129,49 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
             [("--draws", "positive_int", 20, "independent draws per point"),
              ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
-    V, L, Ns, ds, ms = {"tiny": (16, 4, [200], [8], [8, 32]),
-                        "small": (256, 4, [8000], [12, 16, 24], [32, 128, 512]),
-                        "full": (256, 8, [4000, 32000], [12, 16, 24, 32],
-                                 [16, 32, 64, 128, 256, 512, 1024])}[scale]
-    draws = 2 if scale == "tiny" else draws
-    common = dict(V=V, L=L, q=q, Ns=Ns, n_test=1000, methods=["three_step"])
-    cfgs = [c for d in ds for c in _draws_cfgs(draws, seed, d=d, **common)]
-    cfgs += [c for d in ds for m in ms for centred in (False, True)
-             for c in _draws_cfgs(draws, seed, d=d, m=m, centred=centred, **common)]
+    V, L, N, ds, ms = {"tiny": (16, 4, 200, [8], [8, 32]),
+                       "small": (256, 4, 8000, [12, 16, 24], [32, 128, 512]),
+                       "full": (256, 8, 32000, [12, 16, 24, 32], [16, 64, 256, 1024, 4096])}[scale]
+    arms = [(None, False)] + [(m, centred) for m in ms for centred in (False, True)]
+    cfgs = [dict(V=V, L=L, q=q, Ns=[N], n_test=1000, methods=["three_step"], d=d, m=m,
+                 centred=centred, seed=seed + s)
+            for d in ds for m, centred in arms for s in range(2 if scale == "tiny" else draws)]
     recs = sweep("b_mlp", cfgs, run_learners_one, out, jobs)
     print(mlp_table(recs))
     return recs
 
 
+def mlp_arms(records, d):
+    """{(m, centred): {seed: accuracy}} at one d; m = None is attention only."""
+    arms = {}
+    for r in records:
+        if r["config"]["d"] == d:
+            key = (r["config"]["m"], r["config"]["centred"])
+            arms.setdefault(key, {})[r["config"]["seed"]] = r["result"]["three_step"][0]
+    return arms
+
+
 def mlp_table(records):
-    """Per d, N and m: accuracy (mean +- sd over draws) of attention-only, attention + MLP and
-    with centred MLP features, the paired differences to attention-only (mean +- standard
-    error: same embeddings, samples and test set), and the formula's predictions."""
-    c0 = records[0]["config"]
-    lines = ["| d | N | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
-             "centred - att. | predicted att. / MLP |", "|" + "---|" * 10]
-    acc = lambda **k: {r["config"]["seed"]: r["result"]["three_step"]
-                       for r in records if all(r["config"].get(a) == b for a, b in k.items())}
-    ms_ = sorted({r["config"].get("m") for r in records if r["config"].get("m")})
+    """Per d and m: accuracy (mean +- sd over draws) of attention only, + MLP and + centred MLP;
+    the paired differences to attention only (mean +- standard error: same embeddings, samples
+    and test set); the formula's predictions (it has no centred variant)."""
+    c = records[0]["config"]
+    f = lambda a: f"{np.mean(list(a.values())):.3f} ± {np.std(list(a.values()), ddof=1):.3f}"
+    lines = ["| d | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
+             "centred - att. | predicted att. / MLP |", "|" + "---|" * 9]
     for d in sorted({r["config"]["d"] for r in records}):
-        att = acc(d=d, m=None)
-        for i, N in enumerate(c0["Ns"]):
-            pa = theory.retrieval_accuracy(c0["V"], N, d, c0["L"], c0["q"])
-            for m in ms_:
-                row = [f"| {d} | {N} | {m} | {m * d / c0['V']:g} | {_msd(att, i)} "]
-                for centred in (False, True):
-                    a = acc(d=d, m=m, centred=centred)
-                    row.append(f"| {_msd(a, i)} | {_paired(a, att, i)} ")
-                pm = theory.retrieval_accuracy(c0["V"], N, d, c0["L"], c0["q"], m)
-                lines.append("".join(row) + f"| {pa:.3f} / {pm:.3f} |")
+        arms = mlp_arms(records, d)
+        att = arms[(None, False)]
+        for m in sorted(m for m, _ in arms if m):
+            row = [d, m, f"{m * d / c['V']:g}", f(att)]
+            for centred in (False, True):
+                diff = np.array([a - att[s] for s, a in arms[(m, centred)].items()])
+                row += [f(arms[(m, centred)]),
+                        f"{diff.mean():+.3f} ± {diff.std(ddof=1) / math.sqrt(len(diff)):.3f}"]
+            pred = [theory.retrieval_accuracy(c["V"], c["Ns"][0], d, c["L"], c["q"], mm)
+                    for mm in (None, m)]
+            lines.append("| " + " | ".join(map(str, row)) + f" | {pred[0]:.3f} / {pred[1]:.3f} |")
     return "\n".join(lines)
-
-
-def _msd(runs, i):
-    v = np.array([r[i] for r in runs.values()])
-    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if len(v) > 1 else f"{v.mean():.3f}"
-
-
-def _paired(a, b, i):
-    v = np.array([a[s][i] - b[s][i] for s in a if s in b])
-    return (f"{v.mean():+.3f} ± {v.std(ddof=1) / math.sqrt(len(v)):.3f}" if len(v) > 1
-            else f"{v.mean():+.3f}")
 
 
 # Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
@@ -1331,14 +1327,13 @@ def terms_table(records):
     return "\n".join(lines)
 
 
-# N*, d and L together; the gradient-information learner; where the fixed MLP helps.  Every run
-# is one draw (seed) evaluated for several learners and nested training sets on common random
-# numbers, so that curves are averaged over >= 20 draws and comparisons are paired.
+# N, d and L together, and the gradient-information learner.  One run is one draw (seed) given
+# to several learners on nested training sets and common random numbers: curves are averaged
+# over >= 20 draws, and settings compared on one seed are paired.
 
 def crn_sample(task, n, seed, stream):
     """n sequences whose informative tokens, positions (as a fraction of L) and labels depend
-    only on (seed, stream), not on L, d or m, so settings compared on one seed are paired; the
-    first N of them are the training set of size N (nested)."""
+    only on (seed, stream), not on L, d or m; the first N are the training set of size N."""
     V, L = task["V"], task["L"]
     r = np.random.default_rng([seed, stream])
     x, pos = r.integers(0, V, n), (r.random(n) * L).astype(int)
@@ -1348,10 +1343,10 @@ def crn_sample(task, n, seed, stream):
 
 
 def gradient_statistic(fixed, tokens, labels):
-    """grad_WV of the mean loss at WV = 0, WKQ = 0 (there grad_WKQ = 0: this is all the gradient
+    """grad_WV of the mean loss at WV = 0, WKQ = 0 (where grad_WKQ = 0: this is all the gradient
     information of the initialised model), in closed form.  Attention is uniform and the softmax
     1/V, so with C[x, y] = #(token x in a sequence labelled y), U_c = U - u_bar and
-    E~ = E + 1 z_trig^T / L (the trigger is one of the L rows that are averaged):
+    E~ = E + 1 z_trig^T / L (the trigger is one of the L rows averaged):
         grad_WV = -(1/N) sum_n phi_n (u_{y_n} - u_bar)^T = -(1/(N L)) E~^T C U_c."""
     E, U = fixed["E"], fixed["U"]
     (N, L), V = tokens.shape, len(E)
@@ -1360,166 +1355,131 @@ def gradient_statistic(fixed, tokens, labels):
 
 
 def gradinfo_decoder(fixed, G, L):
-    """[ours] The label predicted for each token (V,) by a learner that sees only G (and E, U,
-    z_trig).  G is a linear image of the counts C, whose only pi-dependent part is N/V at
-    (x, pi(x)).  If the cells of C had i.i.d. Gaussian noise, the log-likelihood of pi would be
-    <C_hat, Pi> plus a term almost constant in pi, with C_hat = (E~^T)^+ (-G) U_c^+ the
-    minimum-norm solution (the posterior mean under an isotropic Gaussian prior) of
-    E~^T C U_c = -N L G; so token x is decoded as argmax_v C_hat[x, v] (per token, not
-    constrained to a permutation).  For d >= V this recovers C itself."""
+    """[ours] The label (V,) that a learner seeing only G (and E, U, z_trig) gives each token.
+    G is a linear image of the counts C, whose only pi-dependent part is N/V at (x, pi(x)).  If
+    C's cells had i.i.d. Gaussian noise, the log-likelihood of pi would be <C_hat, Pi> plus a
+    term almost constant in pi, with C_hat = (E~^T)^+ (-G) U_c^+ the minimum-norm solution of
+    E~^T C U_c = -N L G (the posterior mean of C under an isotropic Gaussian prior).  So token x
+    gets argmax_v C_hat[x, v] (per token, not forced to be a permutation).  For d > V, C_hat is
+    C with its rows centred: the decoder reads the counts themselves."""
     E, U = fixed["E"], fixed["U"]
     C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
     return C_hat.argmax(1)
 
 
 def run_learners_one(cfg):
-    """One draw: embeddings, a training stream and n_test test sequences (crn_sample); the
-    test accuracy of each learner in cfg["methods"] at each N in cfg["Ns"].  With m, the fixed
-    MLP's columns are nested across m; centred subtracts their mean over tokens at saturated
-    attention, mean_x relu((e_x + z_trig) W_mlp), the features' common component."""
+    """One draw: embeddings, a training stream and a test set (crn_sample); the test accuracy of
+    each learner in cfg["methods"] at each N in cfg["Ns"].  With m: a fixed MLP whose columns
+    are nested across m; centred subtracts its features' common component, their mean over
+    tokens at saturated attention, mean_x relu((e_x + z_trig) W_mlp)."""
     V, d, L, seed = cfg["V"], cfg["d"], cfg["L"], cfg["seed"]
     task = rc.make_retrieval(V, d, L, np.random.default_rng([seed, d]))
     fixed = rc.retrieval_fixed(task)
     if cfg.get("m"):
         W = np.random.default_rng([seed, d, 1]).standard_normal((cfg["m"], d)).T / math.sqrt(d)
         fixed["W_mlp"] = W
-        if cfg.get("centred"):
+        if cfg["centred"]:
             fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ W, 0).mean(0)
     tokens, pos, labels = crn_sample(task, max(cfg["Ns"]), seed, 1)
     test = crn_sample(task, cfg["n_test"], seed, 2)
-    x_test = test[0][np.arange(cfg["n_test"]), test[1]]
+    x_test = test[0][np.arange(cfg["n_test"]), test[1]]                 # informative tokens
     out = {method: [] for method in cfg["methods"]}
-    for N in cfg["Ns"]:
+    for N, method in ((N, method) for N in cfg["Ns"] for method in cfg["methods"]):
         tr = tokens[:N], pos[:N], labels[:N]
-        for method in cfg["methods"]:
-            if method == "gradinfo":
-                pred = gradinfo_decoder(fixed, gradient_statistic(fixed, tr[0], tr[2]), L)
-                out[method].append(float(np.mean(pred[x_test] == test[2])))
-                continue
+        if method == "gradinfo":
+            pred = gradinfo_decoder(fixed, gradient_statistic(fixed, tr[0], tr[2]), L)[x_test]
+        else:
             params = (three_step(fixed, *tr, 1e-3, query_norm=cfg["q"]) if method == "three_step"
                       else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
-            out[method].append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
+            pred = rc.retrieval_forward(params, fixed, test[:2])[0].argmax(1)
+        out[method].append(float(np.mean(pred == test[2])))
     return out
 
 
 def learner_curve(records, method, **match):
-    """Ns, mean and sd over draws of one learner's accuracy-versus-N curve, and the number of
-    draws, among the records whose config matches (None if none)."""
+    """Ns, and the mean and sd over draws of one learner's accuracy at each N, among the
+    records whose config matches."""
     rs = [r for r in records if method in r["result"]
-          and all(r["config"].get(k) == v for k, v in match.items())]
-    if not rs:
-        return None
+          and all(r["config"][k] == v for k, v in match.items())]
     A = np.array([r["result"][method] for r in rs])               # (draws, Ns)
-    return np.array(rs[0]["config"]["Ns"]), A.mean(0), A.std(0, ddof=1), len(rs)
+    return np.array(rs[0]["config"]["Ns"]), A.mean(0), A.std(0, ddof=1)
 
 
-def nstar_band(curve, tau):
-    """N* where the mean curve reaches tau, and where mean + sd and mean - sd do: the range of
-    N over which a single run crosses tau (None: not reached on the grid)."""
-    Ns, mean, sd, _ = curve
-    return [crossing(list(Ns), list(y), tau) for y in (mean, mean + sd, mean - sd)]
+def nstar_points(records, method, over, **match):
+    """Arrays x, N*, band low, band high and the predicted three-step N* (theory.critical_N)
+    of one learner against `over` (L or d) at fixed `match`.  N* is where the mean curve
+    reaches tau (interpolated in log N); the band, where mean + sd and mean - sd do: the N over
+    which a single run crosses tau.  nan where not reached on the grid."""
+    c0 = records[0]["config"]
+    rows = []
+    for x in sorted({r["config"][over] for r in records if method in r["result"]
+                     and all(r["config"][k] == v for k, v in match.items())}):
+        Ns, mean, sd = learner_curve(records, method, **match, **{over: x})
+        a = dict({k: c0[k] for k in ("V", "d", "L", "q")}, **match, **{over: x})
+        rows.append([x] + [crossing(list(Ns), list(y), c0["tau"]) for y in (mean, mean + sd, mean - sd)]
+                    + [theory.critical_N(a["V"], a["d"], a["L"], a["q"], c0["tau"])])
+    return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
+            for col in zip(*rows)]
 
 
-def _draws_cfgs(draws, seed, **common):
-    return [dict(common, seed=seed + s) for s in range(draws)]
-
-
-SCALING = {"tiny": (16, [16], [2, 4], [32, 64, 128]),     # V, ds, Ls, Ns
-           "small": (64, [32, 64], [2, 4, 8, 16, 32, 64], [16 * 2 ** k for k in range(9)]),
-           "full": (128, [64, 128, 256], [2, 4, 8, 16, 32, 64, 128, 256],
-                    [16 * 2 ** k for k in range(13)])}
-
-
-@experiment("b_scaling", "paper B: N* versus L at two d, and accuracy against the formula's "
-            "signal-to-noise ratio over a grid of (N, d, L)",
-            [("--draws", "positive_int", 20, "independent draws per point"),
-             ("--tau", "positive_float", 0.3, "target accuracy for N*"),
-             ("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
-def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
-    V, ds, Ls, Ns = SCALING[scale]
-    draws = 2 if scale == "tiny" else draws
-    cfgs = [c for d in ds for L in Ls for c in _draws_cfgs(
-        draws, seed, V=V, d=d, L=L, q=q, tau=tau, Ns=Ns, n_test=1000,
-        methods=["three_step", "gradinfo"])]
-    recs = sweep("b_scaling", cfgs, run_learners_one, out, jobs)
-    pts, rms = collapse_points(recs)
-    print(scaling_table(recs) + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance "
-          f"{rms:.3f} over {len(pts)} (N, d, L) points; mean sd of one run "
-          f"{np.mean([p[2] for p in pts]):.3f}")
-    return recs
+def scaling_table(records, method, over, **match):
+    """nstar_points as a table, and the local exponents d log N* / d log x between neighbours."""
+    x, n, lo, hi, p = nstar_points(records, method, over, **match)
+    f = lambda v: "-" if np.isnan(v) else f"{v:.0f}"
+    ex = lambda y: " ".join(f"{v:+.2f}" for v in np.diff(np.log(y)) / np.diff(np.log(x)))
+    return "\n".join([f"\n{method}, " + ", ".join(f"{k} = {v}" for k, v in match.items()),
+                      f"| {over} | N* | band | predicted N* (three steps) |", "|---|---|---|---|"]
+                     + [f"| {a:g} | {f(b)} | {f(c)} to {f(e)} | {f(g)} |"
+                        for a, b, c, e, g in zip(x, n, lo, hi, p)]
+                     + [f"local exponents, measured: {ex(n)}; predicted: {ex(p)}"])
 
 
 def collapse_points(records, method="three_step"):
-    """Per (d, L, N) of b_scaling: the formula's signal-to-noise ratio theory.retrieval_snr and
-    the measured accuracy (mean, sd over draws); and the rms distance of the means from the
-    one-token curve theory.snr_accuracy(V, snr)."""
+    """Per (d, L, N): the formula's signal-to-noise ratio theory.retrieval_snr and the measured
+    accuracy (mean, sd over draws); and the rms distance of the means from the one-token curve
+    theory.snr_accuracy(V, snr)."""
     c0, pts = records[0]["config"], []
     for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
-        Ns, mean, sd, _ = learner_curve(records, method, d=d, L=L)
-        pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), float(a), float(s), d, L,
-                 int(N)) for N, a, s in zip(Ns, mean, sd)]
+        pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), a, s, d, L, int(N))
+                for N, a, s in zip(*learner_curve(records, method, d=d, L=L))]
     rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
     return pts, rms
 
 
-def scaling_table(records, method="three_step", over="L"):
-    """N* (band: where mean -+ sd cross tau) against L or d per value of the other, measured
-    and predicted (theory.critical_N, three steps), and the local exponents d log N*/d log x
-    between neighbouring points."""
-    c0 = records[0]["config"]
-    tau, other = c0["tau"], "d" if over == "L" else "L"
-    lines = [f"| {other} | {over} | N* {method} | band | predicted N* (three steps) | "
-             "local exponent measured | predicted |", "|---|---|---|---|---|---|---|"]
-    for o in sorted({r["config"][other] for r in records}):
-        xs = sorted({r["config"][over] for r in records if r["config"][other] == o})
-        rows = []
-        for x in xs:
-            curve = learner_curve(records, method, **{other: o, over: x})
-            if curve is None:
-                continue
-            a = dict(c0, **{other: o, over: x})
-            rows.append((x, *nstar_band(curve, tau),
-                         theory.critical_N(a["V"], a["d"], a["L"], a["q"], tau)))
-        for i, (x, n, lo, hi, p) in enumerate(rows):
-            ex = ["-", "-"]
-            if i and n and rows[i - 1][1]:
-                s = math.log(rows[i][0] / rows[i - 1][0])
-                ex = [f"{math.log(n / rows[i - 1][1]) / s:+.2f}",
-                      f"{math.log(p / rows[i - 1][4]) / s:+.2f}" if math.isfinite(p + rows[i - 1][4])
-                      else "-"]
-            f = lambda v: "-" if v is None else f"{v:.0f}"
-            lines.append(f"| {o} | {x} | {f(n)} | {f(lo)} to {f(hi)} | {p:.0f} | {ex[0]} | {ex[1]} |")
-    return "\n".join(lines)
+SCALING = {"tiny": (16, {16: 128}, [2, 4], 4, 16, [8]),  # V, {d: largest N}, Ls, L0, d0, more d
+           "small": (64, {64: 4096, 128: 2048}, [2, 4, 8, 16, 32, 64], 8, 64, [16, 32]),
+           "full": (128, {128: 32768, 256: 16384}, [2, 4, 8, 16, 32, 64, 128, 256], 8, 128, [32, 64])}
 
 
-@experiment("b_gradinfo", "paper B: the gradient-information learner against three steps, Adam "
-            "and the coverage bound, N* versus d and L (adds to the b_scaling runs)",
+@experiment("b_scaling", "paper B: N* versus L and d, accuracy against the formula's signal-to-"
+            "noise ratio, and the gradient-information learner against three steps and Adam",
             [("--draws", "positive_int", 20, "independent draws per point"),
              ("--tau", "positive_float", 0.3, "target accuracy for N*"),
              ("--q", "positive_float", 5.0, "query norm of the three-step model"),
              ("--steps", "positive_int", 150, "full-batch Adam steps"),
              ("--lr", "positive_float", 0.02, "Adam learning rate")])
-def run_b_gradinfo(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0,
-                   steps=150, lr=0.02):
-    V, ds, Ls, Ns = SCALING[scale]
-    L0, d0 = (4, 16) if scale == "tiny" else (8, 64)
-    extra_d = {"tiny": [8], "small": [16, 128], "full": [32, 512]}[scale]
-    draws, adam_draws = (2, 2) if scale == "tiny" else (draws, 5)
-    common = dict(V=V, q=q, tau=tau, n_test=1000)
-    cfgs = [c for d in extra_d for c in _draws_cfgs(draws, seed, d=d, L=L0, Ns=Ns,
-                                                    methods=["three_step", "gradinfo"], **common)]
-    # Adam reaches the coverage bound by N = 4 V (b_long): fewer draws (its spread is small),
-    # and in the L sweep only the shortest and the second longest L (its cost grows with L)
-    adam = dict(Ns=[n for n in Ns if n <= 4 * V], methods=["adam"], steps=steps, lr=lr, **common)
-    pairs = [(d, L0) for d in ds + extra_d] + [(d0, L) for L in sorted({Ls[0], Ls[-2]} - {L0})]
-    cfgs += [c for d, L in pairs for c in _draws_cfgs(adam_draws, seed, d=d, L=L, **adam)]
-    recs = sweep("b_gradinfo", cfgs, run_learners_one, out, jobs)
-    both = load_records(out, "b_scaling") + recs
-    for method in ("gradinfo", "three_step", "adam"):
-        print(f"\n{method}:\n" + scaling_table([r for r in both if r["config"]["L"] == L0], method,
-                                                "d") + "\n"
-              + scaling_table([r for r in both if r["config"]["d"] == d0], method, "L"))
-    print(f"coverage bound: N* = {math.log(1 - tau) / math.log(1 - 1 / V) - 1:.0f} (any learner)")
+def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0,
+                  steps=150, lr=0.02):
+    """Three steps and the gradient-information learner over (d, L) in ds x Ls, and over the
+    smaller d at L0; Adam, which reaches the coverage bound by N = 4 V (b_long), on 5 draws
+    (its spread is small) over all d at L0 and, at d0, the shortest and second longest L."""
+    V, nmax, Ls, L0, d0, more = SCALING[scale]
+    draws = 2 if scale == "tiny" else draws
+    grid = [(d, L, draws, ["three_step", "gradinfo"], nmax.get(d, 4096))
+            for d, L in [(d, L) for d in nmax for L in Ls] + [(d, L0) for d in more]]
+    grid += [(d, L, min(draws, 5), ["adam"], 4 * V) for d, L in [(d, L0) for d in list(nmax) + more]
+             + [(d0, L) for L in sorted({Ls[0], Ls[-2]} - {L0})]]
+    cfgs = [dict(V=V, d=d, L=L, q=q, tau=tau, methods=methods, steps=steps, lr=lr, n_test=1000,
+                 seed=seed + s, L0=L0, d0=d0, Ns=[16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top])
+            for d, L, n, methods, top in grid for s in range(n)]
+    recs = sweep("b_scaling", cfgs, run_learners_one, out, jobs)
+    pts, rms = collapse_points(recs)
+    print("".join(scaling_table(recs, "three_step", "L", d=d) for d in nmax)
+          + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance {rms:.3f} over "
+          f"{len(pts)} (N, d, L) points; mean sd of one run {np.mean([p[2] for p in pts]):.3f}"
+          + "".join(scaling_table(recs, m, "d", L=L0) + scaling_table(recs, m, "L", d=d0)
+                    for m in ("gradinfo", "three_step", "adam"))
+          + f"\ncoverage bound: N* = {math.log(1 - tau) / math.log(1 - 1 / V) - 1:.0f}")
     return recs
 
 
