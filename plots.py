@@ -432,7 +432,7 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], ds):
         arms = {k: list(v.values()) for k, v in train.mlp_arms(recs, d).items()}
-        ms = sorted(m for m, _ in arms if m)
+        ms = sorted({m for m, _ in arms if m})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
             v = [arms[(m, centred)] for m in ms]
@@ -536,7 +536,6 @@ def _nstar(ax, recs, method, over, color, label, style="o-", **match):
     ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
               alpha=0.5)
     ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
-    _ticks(ax, x)
     return x, p
 
 
@@ -550,6 +549,7 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
     ds = sorted({r["config"]["d"] for r in recs})
     for i, d in enumerate(d for d in ds if len({r["config"]["L"] for r in recs if r["config"]["d"] == d}) > 1):
         x, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
+        _ticks(axes[0], x)
         Lf = np.unique(np.geomspace(x[0], x[-1] * 2, 16).round().astype(int))
         pred = np.array([theory.critical_N(V, d, int(L), q, tau) for L in Lf])
         axes[0].plot(Lf, np.where(np.isfinite(pred), pred, np.nan), ":", color=f"C{i}",
@@ -570,7 +570,7 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
                 ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
     for ax, title in zip(axes, ("", "markers: " + ", ".join(f"{m} $d={d}$" for m, d in zip(
             ("circles", "squares", "diamonds", "triangles"), ds)))):
-        ax.legend(fontsize=7, title=title, title_fontsize=7)
+        ax.legend(fontsize=7, title=title, title_fontsize=7, loc="upper left")
     n = len({r["config"]["seed"] for r in recs})
     fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
     return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
@@ -587,7 +587,8 @@ def plot_b_gradinfo(results=RESULTS, path="figures/b_gradinfo.png"):
         for method, col, style, lab in (("gradinfo", "C3", "D-", "gradient information"),
                                         ("three_step", "C0", "o-", "three steps"),
                                         ("adam", "C2", "s-", "Adam")):
-            _nstar(ax, recs, method, over, col, lab, style, **match)
+            x = np.union1d(x if method != "gradinfo" else [], _nstar(ax, recs, method, over, col, lab, style, **match)[0])
+        _ticks(ax, x)
         ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--",
                    label="coverage bound (any learner)")
         ax.set(yscale="log", ylim=(10, 2e4), xlabel=f"${over}$ (" + ", ".join(

@@ -1162,7 +1162,7 @@ def mlp_table(records):
     for d in sorted({r["config"]["d"] for r in records}):
         arms = mlp_arms(records, d)
         att = arms[(None, False)]
-        for m in sorted(m for m, _ in arms if m):
+        for m in sorted({m for m, _ in arms if m}):
             row = [d, m, f"{m * d / c['V']:g}", f(att)]
             for centred in (False, True):
                 diff = np.array([a - att[s] for s, a in arms[(m, centred)].items()])
