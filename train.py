@@ -1464,7 +1464,7 @@ def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3,
     smaller d at L0; Adam, which reaches the coverage bound by N = 4 V (b_long), on 5 draws
     (its spread is small) over all d at L0 and, at d0, the shortest and second longest L."""
     V, nmax, Ls, L0, d0, more = SCALING[scale]
-    draws = 2 if scale == "tiny" else draws
+    draws, steps = (2, min(steps, 20)) if scale == "tiny" else (draws, steps)
     grid = [(d, L, draws, ["three_step", "gradinfo"], nmax.get(d, 4096))
             for d, L in [(d, L) for d in nmax for L in Ls] + [(d, L0) for d in more]]
     grid += [(d, L, min(draws, 5), ["adam"], 4 * V) for d, L in [(d, L0) for d in list(nmax) + more]
