@@ -531,12 +531,13 @@ def _sd_band(ax, x, mean, sd, color, label, style="o-"):
 
 def _nstar(ax, recs, method, over, color, label, style="o-", **match):
     """train.nstar_points drawn: N* with bars from the mean -+ sd crossings (open to the top
-    where mean - sd never reaches tau); returns x and the predicted three-step N*."""
+    where mean - sd never reaches tau); returns x and the predicted three-step N* where N* was
+    measured (so that fitted slopes compare the same points)."""
     x, n, lo, hi, p = train.nstar_points(recs, method, over, **match)
     ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
               alpha=0.5)
     ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
-    return x, p
+    return x, np.where(np.isnan(n), np.nan, p)
 
 
 @figure("b_scaling")
@@ -545,7 +546,7 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
     accuracy against the formula's signal-to-noise ratio theory.retrieval_snr."""
     recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
     V, q, tau = (recs[0]["config"][k] for k in ("V", "q", "tau"))
-    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0))
+    fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.0))
     ds = sorted({r["config"]["d"] for r in recs})
     for i, d in enumerate(d for d in ds if len({r["config"]["L"] for r in recs if r["config"]["d"] == d}) > 1):
         x, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
@@ -568,9 +569,9 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
         axes[1].plot([], [], "o", color=col(L), label=f"$L={L}$")
     axes[1].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma(N, d, L)$ (typical token)",
                 ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
-    for ax, title in zip(axes, ("", "markers: " + ", ".join(f"{m} $d={d}$" for m, d in zip(
-            ("circles", "squares", "diamonds", "triangles"), ds)))):
-        ax.legend(fontsize=7, title=title, title_fontsize=7, loc="upper left")
+    axes[0].legend(fontsize=7, loc="upper left")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="\n".join(
+        f"{m}: $d={d}$" for m, d in zip(("circles", "squares", "diamonds", "triangles"), ds)))
     n = len({r["config"]["seed"] for r in recs})
     fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
     return _save_with_data(fig, path, {"collapse": pts, "rms": rms})

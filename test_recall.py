@@ -714,8 +714,8 @@ def test_gradient_statistic_is_the_gradient_at_zero():
 
 
 def test_gradinfo_decoder_reads_the_counts_when_d_exceeds_V():
-    """For d > V the map C -> G is invertible up to centring, so each token is decoded as the
-    label it co-occurred with most often (counted by hand), the best any learner can do with C."""
+    """For d > V the map C -> G is invertible up to centring the rows of C, so each token is
+    decoded as the label it co-occurred with most often (counted by hand)."""
     rng = np.random.default_rng(5)
     V, d, L = 8, 12, 3
     task = rc.make_retrieval(V, d, L, rng)

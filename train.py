@@ -1144,10 +1144,8 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
 def mlp_arms(records, d):
     """{(m, centred): {seed: accuracy}} at one d; m = None is attention only."""
     arms = {}
-    for r in records:
-        if r["config"]["d"] == d:
-            key = (r["config"]["m"], r["config"]["centred"])
-            arms.setdefault(key, {})[r["config"]["seed"]] = r["result"]["three_step"][0]
+    for c, res in ((r["config"], r["result"]) for r in records if r["config"]["d"] == d):
+        arms.setdefault((c["m"], c["centred"]), {})[c["seed"]] = res["three_step"][0]
     return arms
 
 
@@ -1334,8 +1332,7 @@ def terms_table(records):
 def crn_sample(task, n, seed, stream):
     """n sequences whose informative tokens, positions (as a fraction of L) and labels depend
     only on (seed, stream), not on L, d or m; the first N are the training set of size N."""
-    V, L = task["V"], task["L"]
-    r = np.random.default_rng([seed, stream])
+    V, L, r = task["V"], task["L"], np.random.default_rng([seed, stream])
     x, pos = r.integers(0, V, n), (r.random(n) * L).astype(int)
     tokens = np.random.default_rng([seed, stream, L]).integers(0, V, (n, L))   # distractors
     tokens[np.arange(n), pos] = x
@@ -1376,8 +1373,7 @@ def run_learners_one(cfg):
     task = rc.make_retrieval(V, d, L, np.random.default_rng([seed, d]))
     fixed = rc.retrieval_fixed(task)
     if cfg.get("m"):
-        W = np.random.default_rng([seed, d, 1]).standard_normal((cfg["m"], d)).T / math.sqrt(d)
-        fixed["W_mlp"] = W
+        W = fixed["W_mlp"] = np.random.default_rng([seed, d, 1]).standard_normal((cfg["m"], d)).T / math.sqrt(d)
         if cfg["centred"]:
             fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ W, 0).mean(0)
     tokens, pos, labels = crn_sample(task, max(cfg["Ns"]), seed, 1)
@@ -1410,8 +1406,7 @@ def nstar_points(records, method, over, **match):
     of one learner against `over` (L or d) at fixed `match`.  N* is where the mean curve
     reaches tau (interpolated in log N); the band, where mean + sd and mean - sd do: the N over
     which a single run crosses tau.  nan where not reached on the grid."""
-    c0 = records[0]["config"]
-    rows = []
+    c0, rows = records[0]["config"], []
     for x in sorted({r["config"][over] for r in records if method in r["result"]
                      and all(r["config"][k] == v for k, v in match.items())}):
         Ns, mean, sd = learner_curve(records, method, **match, **{over: x})
