@@ -423,28 +423,30 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
 
 @figure("b_mlp")
 def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
-    """Per d: accuracy against m d / V of attention + fixed MLP, plain and centred, attention
-    only as a horizontal band (+-1 sd over paired draws), and the formula dotted."""
+    """Per d: accuracy (mean, bars +-1 sd over paired draws) against m d / V of attention + fixed
+    MLP, plain and centred; attention only as a band; the formula dotted."""
     recs = _need(load_records(results, "b_mlp"), "b_mlp", results)
     c = recs[0]["config"]
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in recs})
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], ds):
-        arms = {k: list(v.values()) for k, v in train.mlp_arms(recs, d).items()}
-        ms = sorted({m for m, _ in arms if m})
+        arm = lambda **k: train.accuracies(recs, "three_step", d=d, **k)[1][:, 0]   # (draws,)
+        ms = sorted({r["config"]["m"] for r in recs if r["config"]["m"]})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
-            v = [arms[(m, centred)] for m in ms]
-            _sd_band(ax, x, np.mean(v, 1), np.std(v, 1, ddof=1), col, lab)
-        att = arms[(None, False)]
-        _sd_band(ax, x[[0, -1]], [np.mean(att)] * 2, np.std(att, ddof=1), "k", "attention only", "--")
+            acc = [arm(m=m, centred=centred) for m in ms]
+            ax.errorbar(x, np.mean(acc, 1), np.std(acc, 1, ddof=1), fmt="o-", color=col, ms=3,
+                        capsize=2, label=lab)
+        att = arm(m=None)
+        ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k", alpha=0.1)
+        ax.axhline(att.mean(), color="k", ls="--", label="attention only")
         ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], ":", color="C0",
                 label="predicted, + MLP")
         ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":", lw=1,
                    label="predicted, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
-        _ticks(ax, x)
+        ax.set_xscale("log", base=2)
         ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     axes[0][0].legend(fontsize=7)
@@ -516,49 +518,31 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
     return _save(fig, path)
 
 
-def _ticks(ax, x):
-    """Log x axis labelled at the plotted values only."""
-    ax.set_xscale("log")
-    ax.set_xticks(x, [f"{v:g}" for v in x])
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-
-
-def _sd_band(ax, x, mean, sd, color, label, style="o-"):
-    """Mean over draws with a band of +-1 sd across draws."""
-    ax.fill_between(x, np.asarray(mean) - sd, np.asarray(mean) + sd, color=color, alpha=0.18, lw=0)
-    ax.plot(x, mean, style, color=color, ms=3, label=label)
-
-
 def _nstar(ax, recs, method, over, color, label, style="o-", **match):
-    """train.nstar_points drawn: N* with bars from the mean -+ sd crossings (open to the top
-    where mean - sd never reaches tau); returns x and the predicted three-step N* where N* was
-    measured (so that fitted slopes compare the same points)."""
+    """train.nstar_points drawn: N* with bars where mean -+ 1 sd reach tau (open to the top
+    where mean - sd never does); returns x, N* and the predicted N*."""
     x, n, lo, hi, p = train.nstar_points(recs, method, over, **match)
-    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
-              alpha=0.5)
+    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color, alpha=0.5)
     ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
-    return x, np.where(np.isnan(n), np.nan, p)
+    ax.set_xscale("log", base=2)
+    return x, n, p
 
 
 @figure("b_scaling")
 def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
-    """N* against L at two d (three steps, with theory.critical_N), and every (N, d, L) point's
-    accuracy against the formula's signal-to-noise ratio theory.retrieval_snr."""
+    """N* of three steps against L at each d run over L, theory.critical_N dotted (slopes over
+    the L where N* was measured); every (N, d, L) point's accuracy against theory.retrieval_snr."""
     recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
-    V, q, tau = (recs[0]["config"][k] for k in ("V", "q", "tau"))
+    V, q, tau, L0 = (recs[0]["config"][k] for k in ("V", "q", "tau", "L0"))
     fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.0))
-    ds = sorted({r["config"]["d"] for r in recs})
-    for i, d in enumerate(d for d in ds if len({r["config"]["L"] for r in recs if r["config"]["d"] == d}) > 1):
-        x, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
-        _ticks(axes[0], x)
-        Lf = np.unique(np.geomspace(x[0], x[-1] * 2, 16).round().astype(int))
-        pred = np.array([theory.critical_N(V, d, int(L), q, tau) for L in Lf])
-        axes[0].plot(Lf, np.where(np.isfinite(pred), pred, np.nan), ":", color=f"C{i}",
-                     label=f"predicted, $d={d}$ (slope {theory.loglog_slope(x, p):+.2f})")
+    for i, d in enumerate(sorted({r["config"]["d"] for r in recs if r["config"]["L"] != L0})):
+        x, n, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
+        slope = theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p))
+        axes[0].plot(x, p, ":", color=f"C{i}", label=f"predicted, $d={d}$ (slope {slope:+.2f})")
     axes[0].set(yscale="log", ylim=(None, 2e4), xlabel="sequence length $L$",
                 ylabel=rf"$N^*$ (mean accuracy $\geq$ {tau:g}); bars: mean $\mp$ 1 sd")
     pts, rms = train.collapse_points(recs)
-    Ls = sorted({p[4] for p in pts})
+    ds, Ls = sorted({p[3] for p in pts}), sorted({p[4] for p in pts})
     col = lambda L: plt.cm.viridis(Ls.index(L) / max(len(Ls) - 1, 1))
     for s, a, sd, d, L, N in pts:
         axes[1].errorbar(s, a, sd, fmt="osD^v"[ds.index(d)], color=col(L), ms=3, lw=0.6)
@@ -567,11 +551,12 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
                  label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
     for L in Ls:
         axes[1].plot([], [], "o", color=col(L), label=f"$L={L}$")
+    for d in ds:
+        axes[1].plot([], [], "osD^v"[ds.index(d)], color="gray", label=f"$d={d}$")
     axes[1].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma(N, d, L)$ (typical token)",
                 ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
     axes[0].legend(fontsize=7, loc="upper left")
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="\n".join(
-        f"{m}: $d={d}$" for m, d in zip(("circles", "squares", "diamonds", "triangles"), ds)))
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     n = len({r["config"]["seed"] for r in recs})
     fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
     return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
@@ -588,8 +573,7 @@ def plot_b_gradinfo(results=RESULTS, path="figures/b_gradinfo.png"):
         for method, col, style, lab in (("gradinfo", "C3", "D-", "gradient information"),
                                         ("three_step", "C0", "o-", "three steps"),
                                         ("adam", "C2", "s-", "Adam")):
-            x = np.union1d(x if method != "gradinfo" else [], _nstar(ax, recs, method, over, col, lab, style, **match)[0])
-        _ticks(ax, x)
+            _nstar(ax, recs, method, over, col, lab, style, **match)
         ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--",
                    label="coverage bound (any learner)")
         ax.set(yscale="log", ylim=(10, 2e4), xlabel=f"${over}$ (" + ", ".join(

@@ -397,8 +397,8 @@ def retrieval_forward(params, fixed, inputs):
 
     rows h_i = E[x_i] + 1{i = pos} z_trig,  s_i = h_i WKQ z_eos^T,  a = softmax_i(s),
     phi = sum_i a_i h_i,  logits = phi WV U^T  (attention only, WV (d, d))
-                      or  logits = relu(phi W_mlp) WV U^T  (fixed random MLP, WV (m, d)),
-                          minus a fixed (m,) vector fixed["mlp_centre"] from relu(.) if given.
+                      or  logits = (relu(phi W_mlp) - c) WV U^T  (fixed random MLP, WV (m, d)),
+                          c = fixed["mlp_centre"] (m,) if given, else 0.
     inputs = (tokens (N, L), pos (N,)).
 
     Never forms (N, L, d):  s_i = h_i . w with w = WKQ z_eos shared by all samples, so

@@ -449,20 +449,16 @@ def predicted_exponents(tau=0.5, q=10.0, L=8, V=128, d=128, N=8000):
     return out
 
 
-# How N, d and L combine: through one number, the typical token's signal-to-noise ratio 1/sigma.
-# Saturated attention (p = 1):  sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d)  (N and d multiply);
-# finite attention divides the signal by p(L) = 1/(1 + (L-1) e^{q^2/2d - q cos - g}), and
-# cos = 1/sqrt(1 + R^2) with R = L(L-1) sqrt(V)(1 + V/d)/(2 N d): N d / L^2 sets the query.
-
 def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
-    """[ours] 1/sigma of `retrieval_accuracy` at the typical answer token (0 if nothing is stored)."""
+    """[ours] 1/sigma of `retrieval_accuracy` at the typical token (0 if nothing is stored): the
+    one number through which N, d and L act; at saturated attention
+    sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d), so N and d multiply."""
     _, T = retrieval_accuracy(V, N, d, L, q, m, z2, terms=True)
     return 1.0 / math.sqrt(sum(T.values())) if T else 0.0
 
 
 def snr_accuracy(V, snr, n=64):
     """[ours] E_Z[Phi(snr + Z)^(V-1)]: the chance that a correct logit snr noise sds ahead beats
-    V-1 independent wrong ones (the one-token, no-competitor form of `retrieval_accuracy`);
-    1/V at snr = 0 since Phi(Z) is uniform."""
+    V-1 independent wrong ones (1/V at snr = 0)."""
     z, w = _normal_nodes(n)
     return float(w @ _Phi(snr + z) ** (V - 1))

@@ -1124,8 +1124,7 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 
 # Figure 4: attention-only versus attention + fixed random MLP of width m, at small d.
 
-@experiment("b_mlp", "paper B, experiment 4: attention-only vs attention + fixed MLP (plain and "
-            "centred) across m at small d, paired draws",
+@experiment("b_mlp", "paper B, experiment 4: attention only vs + fixed MLP, plain and centred, at small d",
             [("--draws", "positive_int", 20, "independent draws per point"),
              ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
@@ -1141,31 +1140,22 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
     return recs
 
 
-def mlp_arms(records, d):
-    """{(m, centred): {seed: accuracy}} at one d; m = None is attention only."""
-    arms = {}
-    for c, res in ((r["config"], r["result"]) for r in records if r["config"]["d"] == d):
-        arms.setdefault((c["m"], c["centred"]), {})[c["seed"]] = res["three_step"][0]
-    return arms
-
-
 def mlp_table(records):
-    """Per d and m: accuracy (mean +- sd over draws) of attention only, + MLP and + centred MLP;
-    the paired differences to attention only (mean +- standard error: same embeddings, samples
-    and test set); the formula's predictions (it has no centred variant)."""
+    """Per d and m: accuracy (mean ± sd over draws) of each arm, the paired differences to
+    attention only (mean ± standard error) and the formula's prediction (no centred variant)."""
     c = records[0]["config"]
-    f = lambda a: f"{np.mean(list(a.values())):.3f} ± {np.std(list(a.values()), ddof=1):.3f}"
+    acc = lambda **arm: accuracies(records, "three_step", **arm)[1][:, 0]          # (draws,)
+    f = lambda a: f"{a.mean():.3f} ± {a.std(ddof=1):.3f}"
     lines = ["| d | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
              "centred - att. | predicted att. / MLP |", "|" + "---|" * 9]
     for d in sorted({r["config"]["d"] for r in records}):
-        arms = mlp_arms(records, d)
-        att = arms[(None, False)]
-        for m in sorted({m for m, _ in arms if m}):
+        att = acc(d=d, m=None)
+        for m in sorted({r["config"]["m"] for r in records if r["config"]["m"]}):
             row = [d, m, f"{m * d / c['V']:g}", f(att)]
             for centred in (False, True):
-                diff = np.array([a - att[s] for s, a in arms[(m, centred)].items()])
-                row += [f(arms[(m, centred)]),
-                        f"{diff.mean():+.3f} ± {diff.std(ddof=1) / math.sqrt(len(diff)):.3f}"]
+                arm = acc(d=d, m=m, centred=centred)
+                diff = arm - att                                  # paired: same seeds, same order
+                row += [f(arm), f"{diff.mean():+.3f} ± {diff.std(ddof=1) / math.sqrt(len(diff)):.3f}"]
             pred = [theory.retrieval_accuracy(c["V"], c["Ns"][0], d, c["L"], c["q"], mm)
                     for mm in (None, m)]
             lines.append("| " + " | ".join(map(str, row)) + f" | {pred[0]:.3f} / {pred[1]:.3f} |")
@@ -1325,13 +1315,11 @@ def terms_table(records):
     return "\n".join(lines)
 
 
-# N, d and L together, and the gradient-information learner.  One run is one draw (seed) given
-# to several learners on nested training sets and common random numbers: curves are averaged
-# over >= 20 draws, and settings compared on one seed are paired.
+# N, d and L together, and the gradient-information learner.  One run: one draw, several learners.
 
 def crn_sample(task, n, seed, stream):
     """n sequences whose informative tokens, positions (as a fraction of L) and labels depend
-    only on (seed, stream), not on L, d or m; the first N are the training set of size N."""
+    only on (seed, stream), not on L, d or m; the first N of them are the training set of size N."""
     V, L, r = task["V"], task["L"], np.random.default_rng([seed, stream])
     x, pos = r.integers(0, V, n), (r.random(n) * L).astype(int)
     tokens = np.random.default_rng([seed, stream, L]).integers(0, V, (n, L))   # distractors
@@ -1340,11 +1328,9 @@ def crn_sample(task, n, seed, stream):
 
 
 def gradient_statistic(fixed, tokens, labels):
-    """grad_WV of the mean loss at WV = 0, WKQ = 0 (where grad_WKQ = 0: this is all the gradient
-    information of the initialised model), in closed form.  Attention is uniform and the softmax
-    1/V, so with C[x, y] = #(token x in a sequence labelled y), U_c = U - u_bar and
-    E~ = E + 1 z_trig^T / L (the trigger is one of the L rows averaged):
-        grad_WV = -(1/N) sum_n phi_n (u_{y_n} - u_bar)^T = -(1/(N L)) E~^T C U_c."""
+    """grad_WV of the mean loss at WV = WKQ = 0 (where grad_WKQ = 0), in closed form: attention
+    is uniform and the softmax 1/V, so with C[x, y] = #(token x in a sequence labelled y),
+        grad_WV = -(1/(N L)) E~^T C U_c,   E~ = E + 1 z_trig^T / L,  U_c = U - u_bar."""
     E, U = fixed["E"], fixed["U"]
     (N, L), V = tokens.shape, len(E)
     C = np.bincount((tokens * V + labels[:, None]).ravel(), minlength=V * V).reshape(V, V)
@@ -1352,23 +1338,16 @@ def gradient_statistic(fixed, tokens, labels):
 
 
 def gradinfo_decoder(fixed, G, L):
-    """[ours] The label (V,) that a learner seeing only G (and E, U, z_trig) gives each token.
-    G is a linear image of the counts C, whose only pi-dependent part is N/V at (x, pi(x)).  If
-    C's cells had i.i.d. Gaussian noise, the log-likelihood of pi would be <C_hat, Pi> plus a
-    term almost constant in pi, with C_hat = (E~^T)^+ (-G) U_c^+ the minimum-norm solution of
-    E~^T C U_c = -N L G (the posterior mean of C under an isotropic Gaussian prior).  So token x
-    gets argmax_v C_hat[x, v] (per token, not forced to be a permutation).  For d > V, C_hat is
-    C with its rows centred: the decoder reads the counts themselves."""
+    """[ours] Each token's label (V,) from G alone: argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+
+    the minimum-norm solution of E~^T C U_c = -N L G.  For d > V it reads C itself."""
     E, U = fixed["E"], fixed["U"]
     C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
     return C_hat.argmax(1)
 
 
 def run_learners_one(cfg):
-    """One draw: embeddings, a training stream and a test set (crn_sample); the test accuracy of
-    each learner in cfg["methods"] at each N in cfg["Ns"].  With m: a fixed MLP whose columns
-    are nested across m; centred subtracts its features' common component, their mean over
-    tokens at saturated attention, mean_x relu((e_x + z_trig) W_mlp)."""
+    """Test accuracy of each learner in cfg["methods"] at each N in cfg["Ns"], on one draw.  With m,
+    a fixed MLP (columns nested across m); centred: minus mean_x relu((e_x + z_trig) W_mlp)."""
     V, d, L, seed = cfg["V"], cfg["d"], cfg["L"], cfg["seed"]
     task = rc.make_retrieval(V, d, L, np.random.default_rng([seed, d]))
     fixed = rc.retrieval_fixed(task)
@@ -1392,26 +1371,23 @@ def run_learners_one(cfg):
     return out
 
 
-def learner_curve(records, method, **match):
-    """Ns, and the mean and sd over draws of one learner's accuracy at each N, among the
-    records whose config matches."""
-    rs = [r for r in records if method in r["result"]
-          and all(r["config"][k] == v for k, v in match.items())]
-    A = np.array([r["result"][method] for r in rs])               # (draws, Ns)
-    return np.array(rs[0]["config"]["Ns"]), A.mean(0), A.std(0, ddof=1)
+def accuracies(records, method, **match):
+    """Ns, and one learner's accuracies (draws, Ns) in seed order, over the records matching."""
+    rs = sorted((r for r in records if method in r["result"]
+                 and all(r["config"][k] == v for k, v in match.items())), key=lambda r: r["config"]["seed"])
+    return np.array(rs[0]["config"]["Ns"]), np.array([r["result"][method] for r in rs])
 
 
 def nstar_points(records, method, over, **match):
-    """Arrays x, N*, band low, band high and the predicted three-step N* (theory.critical_N)
-    of one learner against `over` (L or d) at fixed `match`.  N* is where the mean curve
-    reaches tau (interpolated in log N); the band, where mean + sd and mean - sd do: the N over
-    which a single run crosses tau.  nan where not reached on the grid."""
+    """Arrays x, N*, band low, band high and theory.critical_N of one learner against `over`
+    at fixed `match`: where the mean, mean + sd and mean - sd over draws reach tau (nan: never)."""
     c0, rows = records[0]["config"], []
     for x in sorted({r["config"][over] for r in records if method in r["result"]
                      and all(r["config"][k] == v for k, v in match.items())}):
-        Ns, mean, sd = learner_curve(records, method, **match, **{over: x})
-        a = dict({k: c0[k] for k in ("V", "d", "L", "q")}, **match, **{over: x})
-        rows.append([x] + [crossing(list(Ns), list(y), c0["tau"]) for y in (mean, mean + sd, mean - sd)]
+        Ns, A = accuracies(records, method, **match, **{over: x})
+        mean, sd = A.mean(0), A.std(0, ddof=1)
+        a = dict(c0, **match, **{over: x})
+        rows.append([x] + [crossing(Ns, y, c0["tau"]) for y in (mean, mean + sd, mean - sd)]
                     + [theory.critical_N(a["V"], a["d"], a["L"], a["q"], c0["tau"])])
     return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
             for col in zip(*rows)]
@@ -1429,14 +1405,14 @@ def scaling_table(records, method, over, **match):
                      + [f"local exponents, measured: {ex(n)}; predicted: {ex(p)}"])
 
 
-def collapse_points(records, method="three_step"):
-    """Per (d, L, N): the formula's signal-to-noise ratio theory.retrieval_snr and the measured
-    accuracy (mean, sd over draws); and the rms distance of the means from the one-token curve
-    theory.snr_accuracy(V, snr)."""
+def collapse_points(records):
+    """Per (d, L, N) of three steps: theory.retrieval_snr, the accuracy's mean and sd over draws;
+    and the rms distance of the means from the one-token curve theory.snr_accuracy."""
     c0, pts = records[0]["config"], []
     for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
+        Ns, A = accuracies(records, "three_step", d=d, L=L)
         pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), a, s, d, L, int(N))
-                for N, a, s in zip(*learner_curve(records, method, d=d, L=L))]
+                for N, a, s in zip(Ns, A.mean(0), A.std(0, ddof=1))]
     rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
     return pts, rms
 
@@ -1446,25 +1422,20 @@ SCALING = {"tiny": (16, {16: 128}, [2, 4], 4, 16, [8]),  # V, {d: largest N}, Ls
            "full": (128, {128: 32768, 256: 16384}, [2, 4, 8, 16, 32, 64, 128, 256], 8, 128, [32, 64])}
 
 
-@experiment("b_scaling", "paper B: N* versus L and d, accuracy against the formula's signal-to-"
-            "noise ratio, and the gradient-information learner against three steps and Adam",
+@experiment("b_scaling", "paper B: N* vs L and d, accuracy vs the formula's SNR, the gradient-information learner",
             [("--draws", "positive_int", 20, "independent draws per point"),
              ("--tau", "positive_float", 0.3, "target accuracy for N*"),
-             ("--q", "positive_float", 5.0, "query norm of the three-step model"),
-             ("--steps", "positive_int", 150, "full-batch Adam steps"),
-             ("--lr", "positive_float", 0.02, "Adam learning rate")])
-def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0,
-                  steps=150, lr=0.02):
-    """Three steps and the gradient-information learner over (d, L) in ds x Ls, and over the
-    smaller d at L0; Adam, which reaches the coverage bound by N = 4 V (b_long), on 5 draws
-    (its spread is small) over all d at L0 and, at d0, the shortest and second longest L."""
+             ("--q", "positive_float", 5.0, "query norm of the three-step model")])
+def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
+    """Three steps and gradient information over nmax x Ls and `more` d at L0; Adam (as b_long) on
+    5 draws, its spread is small, at every d at L0 and at d0 for the shortest and second longest L."""
     V, nmax, Ls, L0, d0, more = SCALING[scale]
-    draws, steps = (2, min(steps, 20)) if scale == "tiny" else (draws, steps)
+    draws, steps = (2, 20) if scale == "tiny" else (draws, 150)
     grid = [(d, L, draws, ["three_step", "gradinfo"], nmax.get(d, 4096))
             for d, L in [(d, L) for d in nmax for L in Ls] + [(d, L0) for d in more]]
     grid += [(d, L, min(draws, 5), ["adam"], 4 * V) for d, L in [(d, L0) for d in list(nmax) + more]
              + [(d0, L) for L in sorted({Ls[0], Ls[-2]} - {L0})]]
-    cfgs = [dict(V=V, d=d, L=L, q=q, tau=tau, methods=methods, steps=steps, lr=lr, n_test=1000,
+    cfgs = [dict(V=V, d=d, L=L, q=q, tau=tau, methods=methods, steps=steps, lr=0.02, n_test=1000,
                  seed=seed + s, L0=L0, d0=d0, Ns=[16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top])
             for d, L, n, methods, top in grid for s in range(n)]
     recs = sweep("b_scaling", cfgs, run_learners_one, out, jobs)
