@@ -431,7 +431,7 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
     ds = sorted({r["config"]["d"] for r in recs})
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], ds):
-        arm = lambda **k: train.accuracies(recs, "three_step", d=d, **k)[1][:, 0]   # (draws,)
+        arm = lambda **match: train.accuracies(recs, "three_step", d=d, **match)[1][:, 0]   # (draws,)
         ms = sorted({r["config"]["m"] for r in recs if r["config"]["m"]})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
@@ -441,10 +441,8 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
         att = arm(m=None)
         ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k", alpha=0.1)
         ax.axhline(att.mean(), color="k", ls="--", label="attention only")
-        ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], ":", color="C0",
-                label="predicted, + MLP")
-        ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":", lw=1,
-                   label="predicted, attention only")
+        ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:", label="predicted, + MLP")
+        ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":", label="predicted, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
         ax.set_xscale("log", base=2)
         ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
@@ -574,8 +572,7 @@ def plot_b_gradinfo(results=RESULTS, path="figures/b_gradinfo.png"):
                                         ("three_step", "C0", "o-", "three steps"),
                                         ("adam", "C2", "s-", "Adam")):
             _nstar(ax, recs, method, over, col, lab, style, **match)
-        ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--",
-                   label="coverage bound (any learner)")
+        ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--", label="coverage bound")
         ax.set(yscale="log", ylim=(10, 2e4), xlabel=f"${over}$ (" + ", ".join(
             f"{k}={v}" for k, v in match.items()) + ")", ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})")
         ax.legend(fontsize=7)

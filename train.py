@@ -1144,7 +1144,7 @@ def mlp_table(records):
     """Per d and m: accuracy (mean ± sd over draws) of each arm, the paired differences to
     attention only (mean ± standard error) and the formula's prediction (no centred variant)."""
     c = records[0]["config"]
-    acc = lambda **arm: accuracies(records, "three_step", **arm)[1][:, 0]          # (draws,)
+    acc = lambda **match: accuracies(records, "three_step", **match)[1][:, 0]      # (draws,)
     f = lambda a: f"{a.mean():.3f} ± {a.std(ddof=1):.3f}"
     lines = ["| d | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
              "centred - att. | predicted att. / MLP |", "|" + "---|" * 9]
@@ -1156,8 +1156,7 @@ def mlp_table(records):
                 arm = acc(d=d, m=m, centred=centred)
                 diff = arm - att                                  # paired: same seeds, same order
                 row += [f(arm), f"{diff.mean():+.3f} ± {diff.std(ddof=1) / math.sqrt(len(diff)):.3f}"]
-            pred = [theory.retrieval_accuracy(c["V"], c["Ns"][0], d, c["L"], c["q"], mm)
-                    for mm in (None, m)]
+            pred = [theory.retrieval_accuracy(c["V"], c["Ns"][0], d, c["L"], c["q"], mm) for mm in (None, m)]
             lines.append("| " + " | ".join(map(str, row)) + f" | {pred[0]:.3f} / {pred[1]:.3f} |")
     return "\n".join(lines)
 
