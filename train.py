@@ -1422,9 +1422,7 @@ SCALING = {"tiny": (16, {16: 128}, [2, 4], 4, 16, [8]),  # V, {d: largest N}, Ls
 
 
 @experiment("b_scaling", "paper B: N* vs L and d, accuracy vs the formula's SNR, the gradient-information learner",
-            [("--draws", "positive_int", 20, "independent draws per point"),
-             ("--tau", "positive_float", 0.3, "target accuracy for N*"),
-             ("--q", "positive_float", 5.0, "query norm of the three-step model")])
+            [("--draws", "positive_int", 20, "independent draws per point")])
 def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
     """Three steps and gradient information over nmax x Ls and `more` d at L0; Adam (as b_long) on
     5 draws, its spread is small, at every d at L0 and at d0 for the shortest and second longest L."""
