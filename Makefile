@@ -18,7 +18,7 @@ CORE_FIGURES = fig5
 
 PAPER_A_FIGURES = linear mlp facts tradeoff
 
-PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length
+PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length b_scaling b_gradinfo
 
 .PHONY: test figures demo clean bench homework check $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
@@ -90,6 +90,14 @@ b_long: .venv/ready
 b_length: .venv/ready
 	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_length --scale $(SCALE)
+
+b_scaling: .venv/ready
+	$(RUN) b_scaling --scale $(SCALE) --jobs $(JOBS)
+	$(PLOT) b_scaling --scale $(SCALE)
+
+# the gradient-information learner, three steps and Adam: drawn from b_scaling's runs
+b_gradinfo: b_scaling
+	$(PLOT) b_gradinfo --scale $(SCALE)
 
 
 bench: .venv/ready

@@ -424,30 +424,33 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
 
 @figure("b_mlp")
 def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
-    """Accuracy versus m d for attention + fixed MLP; attention-only as horizontal lines."""
+    """Per d: accuracy (mean, bars +-1 sd over paired draws) against m d / V of attention + fixed
+    MLP, plain and centred; attention only as a band; the formula dotted."""
     recs = _need(load_records(results, "b_mlp"), "b_mlp", results)
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    for i, d in enumerate(sorted({r["config"]["d"] for r in recs})):
-        rs = [r for r in recs if r["config"]["d"] == d and r["config"].get("m")]
-        c = rs[0]["config"]
-        ms, acc = _curve(rs, "m")
-        ax.plot(np.array(ms) * d, acc, "o-", color=f"C{i}", label=f"attention + MLP, $d={d}$")
-        mf = np.geomspace(ms[0], ms[-1], 16)
-        ax.plot(mf * d, [theory.retrieval_accuracy(c["V"], c["N"], d, c["L"], c["q"], int(m))
-                         for m in mf], ":", color=f"C{i}")
-        att = [r for r in recs if r["config"]["d"] == d and not r["config"].get("m")]
-        if att:
-            ax.axhline(np.mean([r["result"]["accuracy"] for r in att]), color=f"C{i}", ls="--",
-                       lw=1, label=f"attention only, $d={d}$")
-            ax.plot([mf[-1] * d * 1.5], [theory.retrieval_accuracy(c["V"], c["N"], d, c["L"], c["q"])],
-                    "<", color=f"C{i}", ms=7)
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$m\cdot d$")
-    ax.set_ylabel("test accuracy")
-    n_seeds = len({r["config"]["seed"] for r in recs})
-    ax.set_title(f"V={c['V']}, N={c['N']}, L={c['L']}, |w|={c['q']:g}, mean of {n_seeds} seeds; "
-                 "dotted/triangle: predicted", fontsize=9)
-    ax.legend(fontsize=8)
+    c = recs[0]["config"]
+    V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
+    ds = sorted({r["config"]["d"] for r in recs})
+    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
+    for ax, d in zip(axes[0], ds):
+        arm = lambda **match: train.accuracies(recs, "three_step", d=d, **match)[1][:, 0]   # (draws,)
+        ms = sorted({r["config"]["m"] for r in recs if r["config"]["m"]})
+        x = np.array(ms) * d / V
+        for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
+            acc = [arm(m=m, centred=centred) for m in ms]
+            ax.errorbar(x, np.mean(acc, 1), np.std(acc, 1, ddof=1), fmt="o-", color=col, ms=3,
+                        capsize=2, label=lab)
+        att = arm(m=None)
+        ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k", alpha=0.1)
+        ax.axhline(att.mean(), color="k", ls="--", label="attention only")
+        ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:", label="predicted, + MLP")
+        ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":", label="predicted, attention only")
+        ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
+    axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"V={V}, N={N}, L={L}, |w|={q:g}, {len(att)} paired draws "
+                 "(same embeddings, samples, test set)", fontsize=9)
     return _save(fig, path)
 
 
@@ -519,6 +522,71 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
         ax.legend(fontsize=7)
     fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
                  "(same embeddings and informative tokens at every L)", fontsize=9)
+    return _save(fig, path)
+
+
+def _nstar(ax, recs, method, over, color, label, style="o-", **match):
+    """train.nstar_points drawn: N* with bars where mean -+ 1 sd reach tau (open to the top
+    where mean - sd never does); returns x, N* and the predicted N*."""
+    x, n, lo, hi, p = train.nstar_points(recs, method, over, **match)
+    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color, alpha=0.5)
+    ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
+    ax.set_xscale("log", base=2)
+    return x, n, p
+
+
+@figure("b_scaling")
+def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
+    """N* of three steps against L at each d run over L, theory.critical_N dotted (slopes over
+    the L where N* was measured); every (N, d, L) point's accuracy against theory.retrieval_snr."""
+    recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
+    V, q, tau, L0 = (recs[0]["config"][k] for k in ("V", "q", "tau", "L0"))
+    fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.0))
+    for i, d in enumerate(sorted({r["config"]["d"] for r in recs if r["config"]["L"] != L0})):
+        x, n, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
+        slope = theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p))
+        axes[0].plot(x, p, ":", color=f"C{i}", label=f"predicted, $d={d}$ (slope {slope:+.2f})")
+    axes[0].set(yscale="log", ylim=(None, 2e4), xlabel="sequence length $L$",
+                ylabel=rf"$N^*$ (mean accuracy $\geq$ {tau:g}); bars: mean $\mp$ 1 sd")
+    pts, rms = train.collapse_points(recs)
+    ds, Ls = sorted({p[3] for p in pts}), sorted({p[4] for p in pts})
+    col = lambda L: plt.cm.viridis(Ls.index(L) / max(len(Ls) - 1, 1))
+    for s, a, sd, d, L, N in pts:
+        axes[1].errorbar(s, a, sd, fmt="osD^v"[ds.index(d)], color=col(L), ms=3, lw=0.6)
+    sf = np.linspace(0, max(p[0] for p in pts) * 1.05, 60)
+    axes[1].plot(sf, [theory.snr_accuracy(V, s) for s in sf], "k-",
+                 label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
+    for L in Ls:
+        axes[1].plot([], [], "o", color=col(L), label=f"$L={L}$")
+    for d in ds:
+        axes[1].plot([], [], "osD^v"[ds.index(d)], color="gray", label=f"$d={d}$")
+    axes[1].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma(N, d, L)$ (typical token)",
+                ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    n = len({r["config"]["seed"] for r in recs})
+    fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
+    return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
+
+
+@figure("b_gradinfo")
+def plot_b_gradinfo(results=RESULTS, path="figures/b_gradinfo.png"):
+    """N* against d (at L0) and against L (at d0) of the gradient-information learner, three
+    steps and Adam (b_scaling's records), and the coverage bound."""
+    recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
+    V, q, tau, L0, d0 = (recs[0]["config"][k] for k in ("V", "q", "tau", "L0", "d0"))
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0))
+    for ax, over, match in ((axes[0], "d", {"L": L0}), (axes[1], "L", {"d": d0})):
+        for method, col, style, lab in (("gradinfo", "C3", "D-", "gradient information"),
+                                        ("three_step", "C0", "o-", "three steps"),
+                                        ("adam", "C2", "s-", "Adam")):
+            _nstar(ax, recs, method, over, col, lab, style, **match)
+        ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--", label="coverage bound")
+        ax.set(yscale="log", ylim=(10, 2e4), xlabel=f"${over}$ (" + ", ".join(
+            f"{k}={v}" for k, v in match.items()) + ")", ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"V={V}; three steps at |w|={q:g}; bars: where mean $\\mp$ 1 sd crosses "
+                 f"{tau:g}", fontsize=9)
     return _save(fig, path)
 
 

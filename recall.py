@@ -432,7 +432,8 @@ def retrieval_forward(params, fixed, inputs):
 
     rows h_i = E[x_i] + 1{i = pos} z_trig,  s_i = h_i WKQ z_eos^T,  a = softmax_i(s),
     phi = sum_i a_i h_i,  logits = phi WV U^T  (attention only, WV (d, d))
-                      or  logits = relu(phi W_mlp) WV U^T  (fixed random MLP, WV (m, d)).
+                      or  logits = (relu(phi W_mlp) - c) WV U^T  (fixed random MLP, WV (m, d)),
+                          c = fixed["mlp_centre"] (m,) if given, else 0.
     inputs = (tokens (N, L), pos (N,)).
 
     Never forms (N, L, d):  s_i = h_i . w with w = WKQ z_eos shared by all samples, so
@@ -463,7 +464,7 @@ def retrieval_forward(params, fixed, inputs):
         g, P = phi, None
     else:
         P = phi @ W_mlp                                      # (N, m)
-        g = np.maximum(P, 0.0)
+        g = np.maximum(P, 0.0) - fixed.get("mlp_centre", 0.0)
     logits = g @ params["WV"] @ U.T                          # (N, V)
     return logits, (tokens, pos, a, phi, P, g, params, fixed)
 

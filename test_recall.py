@@ -793,6 +793,78 @@ def test_critical_d_and_max_V_solve_the_formula():
     assert acc(int(vstar), 8000, 128, 8, 10.0) >= 0.5 > acc(int(vstar * 1.1), 8000, 128, 8, 10.0)
 
 
+# ----------------------------------------------------------------------------- N d L, gradient information, centred MLP
+
+def test_gradient_statistic_is_the_gradient_at_zero():
+    """The closed-form statistic equals grad_WV from recall.retrieval_backward at WV = WKQ = 0
+    (d < V and d > V), and grad_WKQ is zero there."""
+    rng = np.random.default_rng(4)
+    for V, d, L in ((9, 4, 5), (6, 10, 3)):
+        task = rc.make_retrieval(V, d, L, rng)
+        fixed = rc.retrieval_fixed(task)
+        tokens, pos, labels = rc.sample_retrieval(task, 40, rng)
+        _, g = train.retrieval_grad(train._zero_params(fixed), fixed, tokens, pos, labels)
+        G = train.gradient_statistic(fixed, tokens, labels)
+        assert np.linalg.norm(G) > 1e-3
+        np.testing.assert_allclose(G, g["WV"], rtol=1e-10, atol=1e-13)
+        assert np.abs(g["WKQ"]).max() < 1e-14
+
+
+def test_gradinfo_decoder_reads_the_counts_when_d_exceeds_V():
+    """For d > V the map C -> G is invertible up to centring the rows of C, so each token is
+    decoded as the label it co-occurred with most often (counted by hand)."""
+    rng = np.random.default_rng(5)
+    V, d, L = 8, 12, 3
+    task = rc.make_retrieval(V, d, L, rng)
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, 300, rng)
+    C = np.zeros((V, V))
+    for n in range(len(labels)):
+        for i in range(L):
+            C[tokens[n, i], labels[n]] += 1
+    G = train.gradient_statistic(fixed, tokens, labels)
+    np.testing.assert_array_equal(train.gradinfo_decoder(fixed, G, L), C.argmax(1))
+
+
+def test_crn_sample_is_paired_across_L_and_nested_in_N():
+    task2, task8 = (rc.make_retrieval(16, 8, L, np.random.default_rng(1)) for L in (2, 8))
+    t2, p2, y2 = train.crn_sample(task2, 50, 3, 1)
+    t8, p8, y8 = train.crn_sample(task8, 80, 3, 1)
+    rows = np.arange(50)
+    np.testing.assert_array_equal(t2[rows, p2], t8[rows, p8[:50]])
+    np.testing.assert_array_equal(y2, y8[:50])
+    assert (y2 == task2["perm"][t2[rows, p2]]).all()
+
+
+def test_snr_accuracy_and_retrieval_snr_by_hand():
+    """E Phi(Z)^(V-1) = 1/V (Phi(Z) is uniform); for V = 2, E Phi(s + Z) = Phi(s / sqrt 2);
+    saturated attention gives sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d) (docstring's limit)."""
+    assert theory.snr_accuracy(64, 0.0) == pytest.approx(1 / 64, rel=1e-3)
+    assert theory.snr_accuracy(2, 1.0) == pytest.approx(0.5 * math.erfc(-0.5), rel=1e-6)
+    V, N, d = 64, 4000, 64
+    assert theory.retrieval_snr(V, N, d, 2, 50.0) == pytest.approx(
+        (3 / d + 2 * V / d ** 2 + V / N + V * V / (N * d)) ** -0.5, rel=0.05)
+
+
+def test_centred_mlp_backward_matches_finite_differences():
+    rng = np.random.default_rng(6)
+    t = rc.make_retrieval(10, 6, 5, rng, m=7)
+    fixed = dict(rc.retrieval_fixed(t), mlp_centre=rng.random(7))
+    tok, pos, _ = rc.sample_retrieval(t, 8, rng)
+    params = {"WKQ": rng.standard_normal((6, 6)), "WV": rng.standard_normal((7, 6))}
+    check_grads(rc.retrieval_forward, rc.retrieval_backward, params, fixed, (tok, pos), rng)
+
+
+def test_scaling_and_gradinfo_tiny(tmp_path):
+    """b_scaling at tiny scale, and its two figures (b_scaling, b_gradinfo)."""
+    recs = train.run_b_scaling(out=str(tmp_path), scale="tiny", jobs=1, seed=0)
+    assert {m for r in recs for m in r["result"]} == {"three_step", "gradinfo", "adam"}
+    assert all(len(v) == len(r["config"]["Ns"]) for r in recs for v in r["result"].values())
+    for name in ("b_scaling", "b_gradinfo"):
+        path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
+        assert os.path.getsize(path) > 1000
+
+
 # ----------------------------------------------------------------------------- homework
 
 def _function_source(path, name):

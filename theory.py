@@ -486,3 +486,18 @@ def predicted_exponents(tau=0.5, q=10.0, L=8, V=128, d=128, N=8000):
     out["V* vs N"] = loglog_slope([N * s for s in f], [max_V(N * s, d, L, q, tau) for s in f])
     out["V* vs d"] = loglog_slope([d * s for s in f], [max_V(N, int(d * s), L, q, tau) for s in f])
     return out
+
+
+def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
+    """[ours] 1/sigma of `retrieval_accuracy` at the typical token (0 if nothing is stored): the
+    one number through which N, d and L act; at saturated attention
+    sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d), so N and d multiply."""
+    _, T = retrieval_accuracy(V, N, d, L, q, m, z2, terms=True)
+    return 1.0 / math.sqrt(sum(T.values())) if T else 0.0
+
+
+def snr_accuracy(V, snr, n=64):
+    """[ours] E_Z[Phi(snr + Z)^(V-1)]: the chance that a correct logit snr noise sds ahead beats
+    V-1 independent wrong ones (1/V at snr = 0)."""
+    z, w = _normal_nodes(n)
+    return float(w @ _Phi(snr + z) ** (V - 1))

@@ -1209,21 +1209,43 @@ def paired_table(base, records, name):
     return "\n".join(lines)
 
 
-# Figure 4: attention-only versus attention + fixed random MLP of width m.
+# Figure 4: attention-only versus attention + fixed random MLP of width m, at small d.
 
-@experiment("b_mlp", "paper B, experiment 4: attention-only vs attention + fixed MLP, accuracy vs m d",
-            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
-def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
-    if scale == "tiny":
-        V, L, N, ds, ms = 16, 4, 200, [8], [8, 32]
-    elif scale == "small":
-        V, L, N, ds, ms = 64, 8, 4000, [32, 64], [16, 64, 256, 1024]
-    else:
-        V, L, N, ds, ms = 256, 8, 32000, [16, 32, 64], [16, 32, 64, 128, 256, 512, 1024, 2048]
-    seeds = [seed + s for s in range(1 if scale == "tiny" else 2)]
-    cfgs = [_b_cfg(V, d, L, N, sd, q=q, m=m) for d in ds for m in ms for sd in seeds]
-    cfgs += [_b_cfg(V, d, L, N, sd, q=q) for d in ds for sd in seeds]
-    return sweep("b_mlp", cfgs, run_retrieval_one, out, jobs)
+@experiment("b_mlp", "paper B, experiment 4: attention only vs + fixed MLP, plain and centred, at small d",
+            [("--draws", "positive_int", 20, "independent draws per point"),
+             ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
+    V, L, N, ds, ms = {"tiny": (16, 4, 200, [8], [8, 32]),
+                       "small": (256, 4, 8000, [12, 16, 24], [32, 128, 512]),
+                       "full": (256, 8, 32000, [12, 16, 24, 32], [16, 64, 256, 1024, 4096])}[scale]
+    arms = [(None, False)] + [(m, centred) for m in ms for centred in (False, True)]
+    cfgs = [dict(V=V, L=L, q=q, Ns=[N], n_test=1000, methods=["three_step"], d=d, m=m,
+                 centred=centred, seed=seed + s)
+            for d in ds for m, centred in arms for s in range(2 if scale == "tiny" else draws)]
+    recs = sweep("b_mlp", cfgs, run_learners_one, out, jobs)
+    print(mlp_table(recs))
+    return recs
+
+
+def mlp_table(records):
+    """Per d and m: accuracy (mean ± sd over draws) of each arm, the paired differences to
+    attention only (mean ± standard error) and the formula's prediction (no centred variant)."""
+    c = records[0]["config"]
+    acc = lambda **match: accuracies(records, "three_step", **match)[1][:, 0]      # (draws,)
+    f = lambda a: f"{a.mean():.3f} ± {a.std(ddof=1):.3f}"
+    lines = ["| d | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
+             "centred - att. | predicted att. / MLP |", "|" + "---|" * 9]
+    for d in sorted({r["config"]["d"] for r in records}):
+        att = acc(d=d, m=None)
+        for m in sorted({r["config"]["m"] for r in records if r["config"]["m"]}):
+            row = [d, m, f"{m * d / c['V']:g}", f(att)]
+            for centred in (False, True):
+                arm = acc(d=d, m=m, centred=centred)
+                diff = arm - att                                  # paired: same seeds, same order
+                row += [f(arm), f"{diff.mean():+.3f} ± {diff.std(ddof=1) / math.sqrt(len(diff)):.3f}"]
+            pred = [theory.retrieval_accuracy(c["V"], c["Ns"][0], d, c["L"], c["q"], mm) for mm in (None, m)]
+            lines.append("| " + " | ".join(map(str, row)) + f" | {pred[0]:.3f} / {pred[1]:.3f} |")
+    return "\n".join(lines)
 
 
 # Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
@@ -1300,6 +1322,138 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     for qq in (q, 2 * q):                                  # shortest L minus each L, per q
         rs = sorted([r for r in recs if r["config"]["q"] == qq], key=lambda r: r["config"]["L"])
         print(paired_table(rs[0], rs, "q={q:g}, L={L}"))
+    return recs
+
+
+# N, d and L together, and the gradient-information learner.  One run: one draw, several learners.
+
+def crn_sample(task, n, seed, stream):
+    """n sequences whose informative tokens, positions (as a fraction of L) and labels depend
+    only on (seed, stream), not on L, d or m; the first N of them are the training set of size N."""
+    V, L, r = task["V"], task["L"], np.random.default_rng([seed, stream])
+    x, pos = r.integers(0, V, n), (r.random(n) * L).astype(int)
+    tokens = np.random.default_rng([seed, stream, L]).integers(0, V, (n, L))   # distractors
+    tokens[np.arange(n), pos] = x
+    return tokens, pos, task["perm"][x]
+
+
+def gradient_statistic(fixed, tokens, labels):
+    """grad_WV of the mean loss at WV = WKQ = 0 (where grad_WKQ = 0), in closed form: attention
+    is uniform and the softmax 1/V, so with C[x, y] = #(token x in a sequence labelled y),
+        grad_WV = -(1/(N L)) E~^T C U_c,   E~ = E + 1 z_trig^T / L,  U_c = U - u_bar."""
+    E, U = fixed["E"], fixed["U"]
+    (N, L), V = tokens.shape, len(E)
+    C = np.bincount((tokens * V + labels[:, None]).ravel(), minlength=V * V).reshape(V, V)
+    return -((E + fixed["z_trig"] / L).T @ C @ (U - U.mean(0))) / (N * L)
+
+
+def gradinfo_decoder(fixed, G, L):
+    """[ours] Each token's label (V,) from G alone: argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+
+    the minimum-norm solution of E~^T C U_c = -N L G.  For d > V it reads C itself."""
+    E, U = fixed["E"], fixed["U"]
+    C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
+    return C_hat.argmax(1)
+
+
+def run_learners_one(cfg):
+    """Test accuracy of each learner in cfg["methods"] at each N in cfg["Ns"], on one draw.  With m,
+    a fixed MLP (columns nested across m); centred: minus mean_x relu((e_x + z_trig) W_mlp)."""
+    V, d, L, seed = cfg["V"], cfg["d"], cfg["L"], cfg["seed"]
+    task = rc.make_retrieval(V, d, L, np.random.default_rng([seed, d]))
+    fixed = rc.retrieval_fixed(task)
+    if cfg.get("m"):
+        W = fixed["W_mlp"] = np.random.default_rng([seed, d, 1]).standard_normal((cfg["m"], d)).T / math.sqrt(d)
+        if cfg["centred"]:
+            fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ W, 0).mean(0)
+    tokens, pos, labels = crn_sample(task, max(cfg["Ns"]), seed, 1)
+    test = crn_sample(task, cfg["n_test"], seed, 2)
+    x_test = test[0][np.arange(cfg["n_test"]), test[1]]                 # informative tokens
+    out = {method: [] for method in cfg["methods"]}
+    for N, method in ((N, method) for N in cfg["Ns"] for method in cfg["methods"]):
+        tr = tokens[:N], pos[:N], labels[:N]
+        if method == "gradinfo":
+            pred = gradinfo_decoder(fixed, gradient_statistic(fixed, tr[0], tr[2]), L)[x_test]
+        else:
+            params = (three_step(fixed, *tr, 1e-3, query_norm=cfg["q"]) if method == "three_step"
+                      else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
+            pred = rc.retrieval_forward(params, fixed, test[:2])[0].argmax(1)
+        out[method].append(float(np.mean(pred == test[2])))
+    return out
+
+
+def accuracies(records, method, **match):
+    """Ns, and one learner's accuracies (draws, Ns) in seed order, over the records matching."""
+    rs = sorted((r for r in records if method in r["result"]
+                 and all(r["config"][k] == v for k, v in match.items())), key=lambda r: r["config"]["seed"])
+    return np.array(rs[0]["config"]["Ns"]), np.array([r["result"][method] for r in rs])
+
+
+def nstar_points(records, method, over, **match):
+    """Arrays x, N*, band low, band high and theory.critical_N of one learner against `over`
+    at fixed `match`: where the mean, mean + sd and mean - sd over draws reach tau (nan: never)."""
+    c0, rows = records[0]["config"], []
+    for x in sorted({r["config"][over] for r in records if method in r["result"]
+                     and all(r["config"][k] == v for k, v in match.items())}):
+        Ns, A = accuracies(records, method, **match, **{over: x})
+        mean, sd = A.mean(0), A.std(0, ddof=1)
+        a = dict(c0, **match, **{over: x})
+        rows.append([x] + [crossing(Ns, y, c0["tau"]) for y in (mean, mean + sd, mean - sd)]
+                    + [theory.critical_N(a["V"], a["d"], a["L"], a["q"], c0["tau"])])
+    return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
+            for col in zip(*rows)]
+
+
+def scaling_table(records, method, over, **match):
+    """nstar_points as a table, and the local exponents d log N* / d log x between neighbours."""
+    x, n, lo, hi, p = nstar_points(records, method, over, **match)
+    f = lambda v: "-" if np.isnan(v) else f"{v:.0f}"
+    ex = lambda y: " ".join(f"{v:+.2f}" for v in np.diff(np.log(y)) / np.diff(np.log(x)))
+    return "\n".join([f"\n{method}, " + ", ".join(f"{k} = {v}" for k, v in match.items()),
+                      f"| {over} | N* | band | predicted N* (three steps) |", "|---|---|---|---|"]
+                     + [f"| {a:g} | {f(b)} | {f(c)} to {f(e)} | {f(g)} |"
+                        for a, b, c, e, g in zip(x, n, lo, hi, p)]
+                     + [f"local exponents, measured: {ex(n)}; predicted: {ex(p)}"])
+
+
+def collapse_points(records):
+    """Per (d, L, N) of three steps: theory.retrieval_snr, the accuracy's mean and sd over draws;
+    and the rms distance of the means from the one-token curve theory.snr_accuracy."""
+    c0, pts = records[0]["config"], []
+    for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
+        Ns, A = accuracies(records, "three_step", d=d, L=L)
+        pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), a, s, d, L, int(N))
+                for N, a, s in zip(Ns, A.mean(0), A.std(0, ddof=1))]
+    rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
+    return pts, rms
+
+
+SCALING = {"tiny": (16, {16: 128}, [2, 4], 4, 16, [8]),  # V, {d: largest N}, Ls, L0, d0, more d
+           "small": (64, {64: 4096, 128: 2048}, [2, 4, 8, 16, 32, 64], 8, 64, [16, 32]),
+           "full": (128, {128: 32768, 256: 16384}, [2, 4, 8, 16, 32, 64, 128, 256], 8, 128, [32, 64])}
+
+
+@experiment("b_scaling", "paper B: N* vs L and d, accuracy vs the formula's SNR, the gradient-information learner",
+            [("--draws", "positive_int", 20, "independent draws per point")])
+def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
+    """Three steps and gradient information over nmax x Ls and `more` d at L0; Adam (as b_long) on
+    5 draws, its spread is small, at every d at L0 and at d0 for the shortest and second longest L."""
+    V, nmax, Ls, L0, d0, more = SCALING[scale]
+    draws, steps = (2, 20) if scale == "tiny" else (draws, 150)
+    grid = [(d, L, draws, ["three_step", "gradinfo"], nmax.get(d, 4096))
+            for d, L in [(d, L) for d in nmax for L in Ls] + [(d, L0) for d in more]]
+    grid += [(d, L, min(draws, 5), ["adam"], 4 * V) for d, L in [(d, L0) for d in list(nmax) + more]
+             + [(d0, L) for L in sorted({Ls[0], Ls[-2]} - {L0})]]
+    cfgs = [dict(V=V, d=d, L=L, q=q, tau=tau, methods=methods, steps=steps, lr=0.02, n_test=1000,
+                 seed=seed + s, L0=L0, d0=d0, Ns=[16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top])
+            for d, L, n, methods, top in grid for s in range(n)]
+    recs = sweep("b_scaling", cfgs, run_learners_one, out, jobs)
+    pts, rms = collapse_points(recs)
+    print("".join(scaling_table(recs, "three_step", "L", d=d) for d in nmax)
+          + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance {rms:.3f} over "
+          f"{len(pts)} (N, d, L) points; mean sd of one run {np.mean([p[2] for p in pts]):.3f}"
+          + "".join(scaling_table(recs, m, "d", L=L0) + scaling_table(recs, m, "L", d=d0)
+                    for m in ("gradinfo", "three_step", "adam"))
+          + f"\ncoverage bound: N* = {math.log(1 - tau) / math.log(1 - 1 / V) - 1:.0f}")
     return recs
 
 
