@@ -323,7 +323,7 @@ def fig5_config(steps=8192, seed=0, eval_every=64, dtype="float64"):
 
 @experiment("fig5", "paper A Fig. 5: sequential learning and the hallucination stage",
             [("--steps", "positive_int", 8192, "SGD steps (paper: 8192)"),
-             ("--dtype", "dtype", "float64", "float64 or float32")])
+             ("--dtype", "dtype", "float32", "float32 or float64")])
 def run_fig5(out=RESULTS, scale="small", jobs=1, seed=0, steps=8192, dtype="float64"):
     """The paper's run is cheap (about half a minute), so both scales run it in full."""
     records = sweep("fig5", [fig5_config(steps, seed, dtype=dtype)], run_fig5_one, out, jobs)
@@ -572,21 +572,22 @@ FITS["mlp"] = mlp_fits
 
 
 def transformer_trial(S, cfg):
-    """Train the one-layer transformer on S = R subjects/relations, D answers (PAPERS A3, A4).
+    """Train the one-layer transformer on S = R subjects/relations, D answers.
 
     Fresh batches of cfg["batch"] prompts, Adam at each lr of cfg["lrs"] in turn until one
-    succeeds.  Every cfg["eval_every"] steps: accuracy on cfg["n_test"] fresh prompts (the
-    paper's measure); once that is >= 0.99, also the exhaustive check: every one of the S R
-    facts on cfg["prompts_per_fact"] random prompts each.  Training stops when all of those
-    are correct, at cfg["steps"], or (small scale, [ours]) when the fresh accuracy has not
-    gained 0.5 points in cfg["patience"] steps.
+    succeeds, the lr decayed to 0 over cfg["steps"] by a cosine ([ours]: it turns the last
+    percent of accuracy from noise into progress).  Every cfg["eval_every"] steps: accuracy on
+    cfg["n_test"] fresh prompts (the paper's measure); once that is >= 0.99, also the
+    exhaustive check: every one of the S R facts on cfg["prompts_per_fact"] random prompts.
+    Training stops when all of those are correct, at cfg["steps"], or ([ours], if set) when the
+    fresh accuracy has not gained 0.5 points in cfg["patience"] steps.
     """
     d, H, dh, m = cfg["d"], cfg["H"], cfg["dh"], cfg["m"]
     out = {"S": S, "facts": S * S, "runs": []}
     for lr in cfg["lrs"]:
         rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])   # same task for every lr
         task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
-        dt = np.dtype(cfg.get("dtype", "float64"))                # --dtype float32: same math
+        dt = np.dtype(cfg["dtype"])                                # float32: same math
         fixed = {"E": rc.embeddings(task["vocab"], d, rng).astype(dt),
                  "U": rc.embeddings(task["n_answers"], d, rng).astype(dt)}
         params = {k: v.astype(dt) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
@@ -619,7 +620,8 @@ def transformer_trial(S, cfg):
             x, y = rc.sample_facts(task, cfg["batch"], rng)       # (B, T), (B,)
             logits, cache = rc.transformer_forward(params, fixed, x)
             _, dlogits = rc.cross_entropy(logits, y)
-            adam_step(params, rc.transformer_backward(dlogits, cache), state, lr)
+            lr_t = lr * (0.5 + 0.5 * math.cos(math.pi * step / cfg["steps"]))
+            adam_step(params, rc.transformer_backward(dlogits, cache), state, lr_t)
         run["steps"] = step
         if run["first_all"] is None:                               # final exhaustive accuracy
             xa, ya = rc.sample_facts(task, len(subj), rng, subj, rel)
@@ -644,48 +646,46 @@ def run_facts_one(cfg):
             "hi_succeeds": trial(cfg["hi"])["fresh99"], "trials": [memo[S] for S in sorted(memo)]}
 
 
-FACTS_RATIOS = [4, 2, 1, 0.5, 0.25]     # PAPERS A4: dh = a d / H, m = b d
+FACTS_RATIOS = [4, 2, 1, 0.5, 0.25]     # full grid: dh = a d / H, m = b d
+FACTS_D = {"tiny": [16, 20], "small": [16, 20, 24, 32, 40]}
 
 
-def facts_configs(scale, seed):
-    """full: PAPERS A4, d in {16, 32, 64}, H = 8, all (a, b) in FACTS_RATIOS^2 with integer dh,
-    lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024, bracket S in [2, sqrt(params)].
-    small: (d, a, b) in {(8, 1, 1), (8, 2, 2), (16, 2, .5), (16, 1, 1), (16, 2, 2), (24, 1, 1)},
-    lr 3e-2 only, 2000 steps, patience 400, batch 256, bracket [0.45, 0.95] S_ref with
-    S_ref^2 = 0.15 params (the authors' line; earlier default runs found 0.53-0.86 S_ref)."""
-    full = scale == "full"
+def facts_configs(scale, seed, dtype="float32"):
+    """full: the paper's grid, d in {16, 32, 64}, H = 8, all (a, b) in FACTS_RATIOS^2 with
+    integer dh, lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024, S bracketed in
+    [2, sqrt(params)].  small: d in FACTS_D, H = 8 (4 if 8 does not divide d), a = b = 1
+    (dh = d / H, m = d: params = 6 d^2 grow with d, the one thing that raised capacity at
+    small d), lr 3e-2, 3000 steps, patience 600, batch 256, S bracketed in
+    [sqrt(0.07 params), sqrt(0.14 params)].  tiny: d in {16, 20}, H = 4, 800 steps, batch
+    128, bracket [sqrt(0.025 params), sqrt(0.1 params)]."""
+    full, tiny = scale == "full", scale == "tiny"
     grid = ([(d, a, b) for d in (16, 32, 64) for a in FACTS_RATIOS for b in FACTS_RATIOS] if full
-            else [(8, 1, 1), (8, 2, 2), (16, 2, 0.5), (16, 1, 1), (16, 2, 2), (24, 1, 1)])
+            else [(d, 1, 1) for d in FACTS_D[scale]])
     out = []
     for d, a, b in grid:
-        H = 8
+        H = 4 if tiny or d % 8 else 8
         dh, m = a * d / H, b * d
         if dh != int(dh) or dh < 1 or m != int(m):
             continue
         dh, m = int(dh), int(m)
         P = theory.transformer_params(d, H, dh, m)
-        S_ref = math.sqrt(theory.facts_reference(P))
-        lo, hi = ((2, int(math.sqrt(P))) if full else
-                  (max(2, int(0.45 * S_ref)), int(math.ceil(0.95 * S_ref))))
+        lo, hi = {"full": (2, math.sqrt(P)), "small": (math.sqrt(0.07 * P), math.sqrt(0.14 * P)),
+                  "tiny": (math.sqrt(0.025 * P), math.sqrt(0.1 * P))}[scale]
         out.append({"scale": scale, "d": d, "H": H, "dh": dh, "m": m, "a": a, "b": b, "D": 8,
-                    "T": 32,
-                    "lrs": [1e-3, 3e-3, 1e-2] if full else [3e-2],
-                    "steps": 16384 if full else 2000, "batch": 1024 if full else 256,
-                    "eval_every": 50, "patience": None if full else 400, "n_test": 1024,
-                    "prompts_per_fact": 4, "lo": lo, "hi": hi, "seed": seed})
+                    "T": 32, "lrs": [1e-3, 3e-3, 1e-2] if full else [3e-2],
+                    "steps": {"full": 16384, "small": 3000, "tiny": 800}[scale],
+                    "batch": {"full": 1024, "small": 256, "tiny": 128}[scale],
+                    "eval_every": 50, "patience": None if full else 600, "n_test": 1024,
+                    "prompts_per_fact": 4, "lo": int(lo), "hi": int(math.ceil(hi)), "seed": seed,
+                    "dtype": dtype})
     return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
-
-
-def with_dtype(configs, dtype):
-    """Mark configs for single precision; float64 configs stay as they are (same record keys)."""
-    return configs if dtype == "float64" else [dict(c, dtype=dtype) for c in configs]
 
 
 @experiment("facts", "paper A Fig. 4 left: facts stored vs parameters, one-layer transformer",
             [("--dmax", "positive_int", 64, "only the d <= DMAX of the grid"),
-             ("--dtype", "dtype", "float64", "float64 or float32")])
-def run_facts(out=RESULTS, scale="small", jobs=1, seed=0, dmax=64, dtype="float64"):
-    cfgs = with_dtype([c for c in facts_configs(scale, seed) if c["d"] <= dmax], dtype)
+             ("--dtype", "dtype", "float32", "float32 or float64")])
+def run_facts(out=RESULTS, scale="small", jobs=1, seed=0, dmax=64, dtype="float32"):
+    cfgs = [c for c in facts_configs(scale, seed, dtype) if c["d"] <= dmax]
     recs = sweep("facts", cfgs, run_facts_one, out, jobs)
     print(facts_table(recs))
     print_fits("facts", recs)
@@ -724,36 +724,37 @@ FITS["facts"] = facts_fits
 
 
 def run_tradeoff_one(cfg):
-    """One cell of the heatmap: train H heads and MLP width m on a fixed fact table, report the
-    final accuracies (fresh prompts and exhaustive)."""
+    """One cell of the heatmap: train H heads and MLP width m on a fixed fact table; the cell's
+    accuracies are those of its best learning rate."""
     t = transformer_trial(cfg["S"], cfg)
-    run = t["runs"][-1]
+    run = max(t["runs"], key=lambda r: r["fresh_acc"])
     return {"attn_params": cfg["d"] * cfg["dh"] * cfg["H"], "mlp_params": cfg["d"] * cfg["m"],
             "facts": t["facts"], "fresh_acc": run["fresh_acc"], "exact_acc": run["exact_acc"],
             "fresh99": t["fresh99"], "all_facts": t["all_facts"], "runs": t["runs"]}
 
 
-def tradeoff_configs(scale, seed):
-    """full: PAPERS A4 right, d = 32, dh = 8, S = R = 32, H in {1, 2, 4, ..., 32}, m in
+def tradeoff_configs(scale, seed, dtype="float32"):
+    """full: the paper's grid, d = 32, dh = 8, S = R = 32, H in {1, 2, 4, ..., 32}, m in
     {1, 2, 4, ..., 128}, lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch 1024.
-    small: d = 16, dh = 4, S = R = 10, H in {1, 2, 4, 8}, m in {1, 4, 16, 64}, lr 3e-2,
-    2000 steps, patience 500, batch 256."""
-    full = scale == "full"
-    d, dh, S = (32, 8, 32) if full else (16, 4, 10)
-    Hs = [1, 2, 4, 8, 16, 32] if full else [1, 2, 4, 8]
-    ms = [1, 2, 4, 8, 16, 32, 64, 128] if full else [1, 4, 16, 64]
+    small: d = 16, dh = 4, S = R = 8, H in {1, 2, 3, 4, 6}, m in {1, 2, 4, 8, 16}, lr 3e-2 then
+    1e-2, 1500 steps, batch 256, patience 300.  tiny: H in {1, 4}, m in {1, 8}, 400 steps."""
+    full, tiny = scale == "full", scale == "tiny"
+    d, dh, S = (32, 8, 32) if full else (16, 4, 8)
+    Hs = [1, 2, 4, 8, 16, 32] if full else [1, 4] if tiny else [1, 2, 3, 4, 6]
+    ms = [1, 2, 4, 8, 16, 32, 64, 128] if full else [1, 8] if tiny else [1, 2, 4, 8, 16]
     out = [{"scale": scale, "d": d, "H": H, "dh": dh, "m": m, "S": S, "D": 8, "T": 32,
-            "lrs": [1e-3, 3e-3, 1e-2] if full else [3e-2], "steps": 16384 if full else 2000,
-            "batch": 1024 if full else 256, "eval_every": 50, "patience": None if full else 500, "n_test": 1024,
-            "prompts_per_fact": 4, "seed": seed} for H in Hs for m in ms]
+            "lrs": [1e-3, 3e-3, 1e-2] if full else [3e-2, 1e-2],
+            "steps": {"full": 16384, "small": 1500, "tiny": 400}[scale],
+            "batch": 1024 if full else 256, "eval_every": 50, "patience": None if full else 300,
+            "n_test": 1024, "prompts_per_fact": 4, "seed": seed, "dtype": dtype}
+           for H in Hs for m in ms]
     return sorted(out, key=lambda c: -c["H"] * c["dh"] - c["m"])
 
 
 @experiment("tradeoff", "paper A Fig. 4 right: attention vs MLP parameters at a fixed number of facts",
-            [("--dtype", "dtype", "float64", "float64 or float32")])
-def run_tradeoff(out=RESULTS, scale="small", jobs=1, seed=0, dtype="float64"):
-    cfgs = with_dtype(tradeoff_configs(scale, seed), dtype)
-    recs = sweep("tradeoff", cfgs, run_tradeoff_one, out, jobs)
+            [("--dtype", "dtype", "float32", "float32 or float64")])
+def run_tradeoff(out=RESULTS, scale="small", jobs=1, seed=0, dtype="float32"):
+    recs = sweep("tradeoff", tradeoff_configs(scale, seed, dtype), run_tradeoff_one, out, jobs)
     print_fits("tradeoff", recs)
     return recs
 
@@ -772,14 +773,17 @@ def tradeoff_frontier(records, key="fresh_acc", threshold=0.99):
 
 
 def tradeoff_fits(records):
-    """The measured frontier next to the authors' (scaled to our number of facts)."""
+    """[ours] Parameters per fact of each side: the least-squares c_attn, c_mlp of
+    attn / c_attn + mlp / c_mlp = facts through the measured frontier (each side stores a
+    share of the facts in proportion to its parameters); the authors' frontier gives 4.5, 1.6."""
     facts = records[0]["result"]["facts"]
-    out = {}
-    for attn, mlp in tradeoff_frontier(records):
-        ref = float(theory.authors_frontier_mlp(attn, facts))
-        out[f"attention {attn}"] = {"min_mlp_measured": float("nan") if mlp is None else mlp,
-                                    "min_mlp_authors_scaled": ref}
-    return out
+    front = [(a, m) for a, m in tradeoff_frontier(records) if m is not None]
+    out = {"facts": facts, "frontier points": len(front), "monotone": float(all(
+        m1 >= m2 for (_, m1), (_, m2) in zip(front, front[1:])))}
+    if len(front) >= 2:
+        inv = np.linalg.lstsq(np.array(front, float), np.full(len(front), float(facts)), rcond=None)[0]
+        out["attn_params_per_fact"], out["mlp_params_per_fact"] = (float(1 / v) for v in inv)
+    return {"frontier": out}
 
 
 FITS["tradeoff"] = tradeoff_fits
@@ -1336,7 +1340,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for name, (fn, help, options) in EXPERIMENTS.items():
         p = sub.add_parser(name, help=help, description=help)
-        p.add_argument("--scale", choices=["small", "full"], default="small",
+        p.add_argument("--scale", choices=["tiny", "small", "full"], default="small",
                        help="small: laptop defaults (seconds to a minute); full: the "
                             "paper's grid where known, else larger grids (hours or more)")
         p.add_argument("--jobs", type=positive_int, default=1,
