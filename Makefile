@@ -88,8 +88,10 @@ b_terms: .venv/ready
 	$(RUN) b_terms --scale $(SCALE) --jobs $(JOBS)
 
 
+# BENCH_PY=<python with jax installed> adds a side-by-side JAX column; JAX is never required.
+BENCH_PY ?= $(PY)
 bench: .venv/ready
-	$(PY) bench.py
+	$(BENCH_PY) bench.py
 
 clean:
 	rm -rf results figures

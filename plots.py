@@ -208,15 +208,12 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
                    label=f"{label}: {f.get('facts_per_param', float('nan')):.3f} facts/param, "
                          f"slope {f.get('loglog_slope', float('nan')):.2f}")
         plotted[key] = [list(map(float, P)), list(map(float, F))]
-    bad = [r for r in recs if r["result"]["lo_fails"] or r["result"]["hi_succeeds"]]
-    if bad:   # the bracket did not contain the capacity: the point is a bound, not a value
-        ax.scatter([r["result"]["params"] for r in bad], [r["result"]["facts_fresh99"] for r in bad],
-                   facecolors="none", edgecolors="k", s=110, label="bracket edge (a bound only)")
-    for r in recs:
-        c = r["config"]
+    for r in recs:   # a capacity at its bracket's edge is a bound, not a value: say so
+        c, x = r["config"], r["result"]
         label = f"d={c['d']}" if (c["a"], c["b"]) == (1, 1) else f"d={c['d']},a={c['a']},b={c['b']}"
-        ax.annotate(label, (r["result"]["params"], r["result"]["facts_fresh99"]), fontsize=8,
-                    xytext=(0, 7), textcoords="offset points", ha="center")
+        ax.annotate(label + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
+                    (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(0, 7),
+                    textcoords="offset points", ha="center")
     pp = np.geomspace(min(P) / 1.5, max(P) * 1.5, 20)
     ax.plot(pp, [theory.facts_reference(v) for v in pp], "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     D = recs[0]["config"]["D"]
@@ -238,19 +235,16 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
 
 
 def _edges(v):
-    """Cell edges for values on a geometric grid (geometric midpoints, extended at the ends)."""
+    """Cell edges for values on a geometric grid: geometric midpoints, end cells mirrored."""
     v = np.asarray(sorted(v), float)
-    r = v[1] / v[0] if len(v) > 1 else 2.0
-    mid = np.sqrt(v[1:] * v[:-1])
-    return np.concatenate([[v[0] / np.sqrt(r)], mid, [v[-1] * np.sqrt(v[-1] / v[-2] if len(v) > 1 else r)]])
+    mid = np.sqrt(v[1:] * v[:-1]) if len(v) > 1 else v * np.sqrt(2)
+    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
 
 
 @figure("tradeoff")
 def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
-    """Accuracy over (attention params d dh H, MLP params d m) at a fixed fact table (each cell
-    its best learning rate), the measured frontier drawn along cell edges, the fitted lines
-    "attention params = c_attn facts", "MLP params = c_mlp facts" and their sum, and the
-    authors' frontier scaled to our facts."""
+    """Accuracy over (attention params d dh H, MLP params d m) at one fact table, the measured
+    frontier, the fitted lines attn = c_attn facts, MLP = c_mlp facts, their sum, the authors'."""
     recs = _one_scale(_need(load_records(results, "tradeoff"), "tradeoff", results),
                       train.tradeoff_configs)
     attn = sorted({r["result"]["attn_params"] for r in recs})
@@ -265,13 +259,14 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
     fig, ax = plt.subplots(figsize=(6.6, 5.2))
     mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
     fig.colorbar(mesh, ax=ax).set_label("accuracy on fresh prompts", fontsize=9)
-    for i, m in enumerate(mlp):
+    for i, m in enumerate(mlp):         # values on their cell's colour, above every line
         for j, a in enumerate(attn):
-            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                    color="w" if acc[i, j] < 0.6 else "k")
+            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize=8, zorder=5,
+                    color="w" if acc[i, j] < 0.6 else "k", bbox={"fc": mesh.to_rgba(acc[i, j]),
+                                                                   "ec": "none", "pad": 1})
     front = train.tradeoff_frontier(recs)                          # along the cells' lower edges
     level = [ye[-1] if m is None else ye[mlp.index(m)] for _, m in front]
-    ax.stairs(level, xe, color="C3", lw=2.5, baseline=None, label=r"measured frontier ($\geq 99\%$ above)")
+    ax.stairs(level, xe, color="C3", lw=2.5, baseline=None, label=r"measured frontier: lowest cell $\geq 99\%$ per column")
     aa = np.geomspace(xe[0], xe[-1], 200)
     ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1,
             label="authors' frontier, scaled to our facts")
@@ -285,13 +280,12 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
                     lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlim(xe[0], xe[-1])
-    ax.set_ylim(ye[0], ye[-1])
+    ax.set_xlim(xe[0], max(xe[-1], 1.2 * fits.get("attn_params_per_fact", 0) * facts))
+    ax.set_ylim(ye[0], max(ye[-1], 1.2 * fits.get("mlp_params_per_fact", 0) * facts))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
     ax.tick_params(labelsize=8)
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.minorticks_off()
     ax.set_xlabel(rf"attention parameters $d\,d_h H$ ($H$ = {', '.join(str(a // (cfg['d'] * cfg['dh'])) for a in attn)})", fontsize=10)
     ax.set_ylabel(rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})", fontsize=10)
     ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$",
