@@ -204,9 +204,13 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
                                       ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
         F = [r["result"][key] for r in recs]
         f = fits.get(key, {})
-        ax.scatter(P, F, color=color, marker=marker, s=36, zorder=3,
+        b = np.array([key == "facts_all" and train.strict_bound(r["result"]) for r in recs])
+        ax.scatter(np.array(P)[~b], np.array(F)[~b], color=color, marker=marker, s=36, zorder=3,
                    label=f"{label}: {f.get('facts_per_param', float('nan')):.3f} facts/param, "
                          f"slope {f.get('loglog_slope', float('nan')):.2f}")
+        if b.any():   # failed even at the smallest S tried: an upper bound
+            ax.scatter(np.array(P)[b], np.array(F)[b], color=color, marker="v", s=36, zorder=3,
+                       label="strict criterion failed at the smallest S tried (at most)")
         plotted[key] = [list(map(float, P)), list(map(float, F))]
     for r in recs:   # a capacity at its bracket's edge is a bound, not a value: say so
         c, x = r["config"], r["result"]
@@ -223,13 +227,11 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
     if f:
         ax.plot(pp, f["facts_per_param"] * pp, "--", color="C0", lw=1,
                 label=f"fit: facts = {f['facts_per_param']:.3f} params ({f['bits_per_param']:.2f} bits/param)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(r"parameters $4Hd_hd + 2md$", fontsize=10)
     ax.set_ylabel(r"facts stored $S\cdot R$", fontsize=10)
-    ax.set_title(f"One-layer transformer, $H$={recs[0]['config']['H']}, $D$={D}, $S=R$, "
-                 f"$T$={recs[0]['config']['T']}", fontsize=10)
+    ax.set_title(f"One-layer transformer, $H$={recs[0]['config']['H']}, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}", fontsize=10)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1)
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 
@@ -247,8 +249,7 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
     frontier, the fitted lines attn = c_attn facts, MLP = c_mlp facts, their sum, the authors'."""
     recs = _one_scale(_need(load_records(results, "tradeoff"), "tradeoff", results),
                       train.tradeoff_configs)
-    attn = sorted({r["result"]["attn_params"] for r in recs})
-    mlp = sorted({r["result"]["mlp_params"] for r in recs})
+    attn, mlp = (sorted({r["result"][k] for r in recs}) for k in ("attn_params", "mlp_params"))
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
     for r in recs:
         res = r["result"]
@@ -272,14 +273,11 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
             label="authors' frontier, scaled to our facts")
     if "attn_params_per_fact" in fits:
         ca, cm = fits["attn_params_per_fact"], fits["mlp_params_per_fact"]
-        ax.axvline(ca * facts, color="C1", ls=":", lw=1.5,
-                   label=f"attention params = {ca:.2f} facts (fit)")
+        ax.axvline(ca * facts, color="C1", ls=":", lw=1.5, label=f"attention params = {ca:.2f} facts (fit)")
         ax.axhline(cm * facts, color="C6", ls=":", lw=1.5, label=f"MLP params = {cm:.2f} facts (fit)")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
-                    lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+        ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
+                lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
+    ax.set(xscale="log", yscale="log")
     ax.set_xlim(xe[0], max(xe[-1], 1.2 * fits.get("attn_params_per_fact", 0) * facts))
     ax.set_ylim(ye[0], max(ye[-1], 1.2 * fits.get("mlp_params_per_fact", 0) * facts))
     ax.set_xticks(attn, [str(a) for a in attn])
