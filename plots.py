@@ -214,7 +214,7 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
         plotted[key] = [list(map(float, P)), list(map(float, F))]
     for r in recs:   # a capacity at its bracket's edge is a bound, not a value: say so
         c, x = r["config"], r["result"]
-        label = f"d={c['d']}" if (c["a"], c["b"]) == (1, 1) else f"d={c['d']},a={c['a']},b={c['b']}"
+        label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1) else f",a={c['a']},b={c['b']}")
         ax.annotate(label + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
                     (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(0, 7),
                     textcoords="offset points", ha="center")
@@ -231,7 +231,7 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(r"parameters $4Hd_hd + 2md$", fontsize=10)
     ax.set_ylabel(r"facts stored $S\cdot R$", fontsize=10)
-    ax.set_title(f"One-layer transformer, $H$={recs[0]['config']['H']}, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}", fontsize=10)
+    ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}, $d_hH = a d$, $m = b d$", fontsize=10)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1)
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 

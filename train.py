@@ -654,8 +654,8 @@ FACTS_D = {"tiny": [16, 20], "small": [16, 20, 24, 28, 32]}
 def facts_configs(scale, seed, dtype="float32"):
     """dh = a d / H, m = b d.  full: the paper's grid, d in {16, 32, 64}, H = 8, all (a, b) in
     {4, 2, 1, 1/2, 1/4}^2 with integer dh, lr 1e-3, 3e-3, 1e-2 in turn, 16384 steps, batch
-    1024, S in [2, sqrt(params)].  small: d in FACTS_D, dh = 4, H = d/4, m = d (a = b = 1,
-    params = 6 d^2: d is what raised capacity at small d), lr 3e-2, 3000 steps,
+    1024, S in [2, sqrt(params)].  small: d in FACTS_D, H = 8 (d/4 if 8 does not divide d),
+    a = b = 1 (params = 6 d^2: d is what raised capacity at small d), lr 3e-2, 3000 steps,
     batch 256, S in [sqrt(0.07 params), sqrt(0.14 params)].  tiny: d in {16, 20},
     800 steps, batch 128, patience 300, S in [sqrt(0.025 params), sqrt(0.1 params)]."""
     full, tiny, ratios = scale == "full", scale == "tiny", (4, 2, 1, 0.5, 0.25)
@@ -663,7 +663,7 @@ def facts_configs(scale, seed, dtype="float32"):
             else [(d, 1, 1) for d in FACTS_D[scale]])
     out = []
     for d, a, b in grid:
-        H = 8 if full else d // 4
+        H = 8 if full or d % 8 == 0 else d // 4
         dh, m = a * d / H, b * d
         if dh != int(dh) or dh < 1 or m != int(m):
             continue
