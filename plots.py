@@ -216,8 +216,8 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
         c, x = r["config"], r["result"]
         label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1) else f",a={c['a']},b={c['b']}")
         ax.annotate(label + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
-                    (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(0, 7),
-                    textcoords="offset points", ha="center")
+                    (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(-6, 0), zorder=4,
+                    textcoords="offset points", ha="right", va="center", bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(min(P) / 1.5, max(P) * 1.5, 20)
     ax.plot(pp, [theory.facts_reference(v) for v in pp], "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     D = recs[0]["config"]["D"]
