@@ -289,7 +289,7 @@ def main(argv=None):
           "and values" if jax_steps else "JAX: not importable here, so no side-by-side JAX "
           "timing (install jax and jaxlib in the environment running bench.py to get one)")
     print(f"{'d':>5} {'ours ms':>9} {'naive ms':>9} {'speed-up':>9} {'GFLOP/s':>8} {'% matmul':>9}"
-          + (f" {'JAX same':>9} {'ratio':>6} {'JAX naive':>9} {'ratio':>6}" if jax_steps else ""))
+          + (f" {'JAX same':>9} {'/ours':>6} {'JAX naive':>9} {'/ours':>6}" if jax_steps else ""))
     for d in ([32] if args.quick else [32, 64, 128]):
         t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:9.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"
