@@ -100,8 +100,10 @@ b_gradinfo: b_scaling
 	$(PLOT) b_gradinfo --scale $(SCALE)
 
 
+# BENCH_PY=<python with jax installed> adds a side-by-side JAX column; JAX is never required.
+BENCH_PY ?= $(PY)
 bench: .venv/ready
-	$(PY) bench.py
+	$(BENCH_PY) bench.py
 
 # fig5, linear and b_embed at tiny scale in one process, figures in results/demo/.
 DEMO = fig5 linear b_embed

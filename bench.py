@@ -1,10 +1,12 @@
 """bench.py -- time the project's kernels against a straightforward implementation of the same
-math, measured in the same run, and against a plain large matmul (`make bench`).
+math, against a jit-compiled JAX step of the same model when JAX is importable, and against a
+plain large matmul, all measured in the same run (`make bench`).
 
 The straightforward transformer is recall.transformer_textbook_* (per-position keys and values
 (B, H, T, dh)); the straightforward retrieval model exists only here (per-position rows
 (N, L, d)).  Timings are medians of several repeats; compare ratios, not absolute times
 (machines are shared and noisy).
+JAX is optional and never a requirement: install it in any environment to get its column.
 """
 import argparse
 import os
@@ -18,21 +20,27 @@ import numpy as np             # noqa: E402
 import recall as rc            # noqa: E402
 
 
-def timeit(fn, repeat=5, min_time=0.2):
-    """Median seconds per call of fn() over `repeat` batches of calls lasting >= min_time."""
-    fn()                                                   # warm up
-    t0, n = time.perf_counter(), 0
-    while time.perf_counter() - t0 < min_time / 4:
-        fn()
-        n += 1
-    n = max(1, n * 4)
-    times = []
+def timeit(fn, *others, repeat=5, min_time=0.2):
+    """Median seconds per call of fn() over `repeat` batches of calls lasting >= min_time.
+    With several functions, their batches alternate (so they share the machine's load) and
+    the result is the list of medians."""
+    fns, n = (fn,) + others, []
+    for f in fns:
+        f()                                                # warm up (and compile)
+        t0, k = time.perf_counter(), 0
+        while time.perf_counter() - t0 < min_time / 4:
+            f()
+            k += 1
+        n.append(max(1, k * 4))
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        times.append((time.perf_counter() - t0) / n)
-    return float(np.median(times))
+        for f, k, ts in zip(fns, n, times):
+            t0 = time.perf_counter()
+            for _ in range(k):
+                f()
+            ts.append((time.perf_counter() - t0) / k)
+    medians = [float(np.median(ts)) for ts in times]
+    return medians if others else medians[0]
 
 
 def check_same(a, b, dtype):
@@ -71,7 +79,44 @@ def transformer_flops(B, T, d, H, dh, m, n_answers):
     return 2 * 3 * fwd
 
 
-def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8):
+def jax_transformer_step(fold):
+    """A jit-compiled JAX Adam step of the same model, on one thread; None without JAX.
+    fold=True: the project's algebra (keys folded into the query, embeddings pooled before the
+    value map); fold=False: keys and values at every position, as the formulas are written."""
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+
+    def loss(p, E, U, tokens, y):
+        X = E[tokens]                                               # (B, T, d)
+        q = jnp.einsum("bd,hdk->bhk", X[:, -1], p["WQ"])
+        if fold:
+            s = jnp.einsum("bhd,btd->bht", jnp.einsum("bhk,hdk->bhd", q, p["WK"]), X)
+        else:
+            s = jnp.einsum("bthk,bhk->bht", jnp.einsum("btd,hdk->bthk", X, p["WK"]), q)
+        a = jax.nn.softmax(s / jnp.sqrt(p["WQ"].shape[2]), axis=-1)
+        o = (jnp.einsum("bhd,hdk->bhk", jnp.einsum("bht,btd->bhd", a, X), p["WV"]) if fold
+             else jnp.einsum("bht,bhtk->bhk", a, jnp.einsum("btd,hdk->bhtk", X, p["WV"])))
+        x = o.reshape(len(y), -1) @ p["WO"]
+        logits = (x + jax.nn.relu(x @ p["W1"] + p["b1"]) @ p["W2"]) @ U.T
+        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(len(y)), y])
+
+    @jax.jit
+    def step(p, m, v, t, E, U, tokens, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+        g = jax.grad(loss)(p, E, U, tokens, y)
+        m = {k: b1 * m[k] + (1 - b1) * g[k] for k in p}
+        v = {k: b2 * v[k] + (1 - b2) * g[k] ** 2 for k in p}
+        p = {k: p[k] - lr * m[k] / (1 - b1 ** t) / (jnp.sqrt(v[k] / (1 - b2 ** t)) + eps)
+             for k in p}
+        return p, m, v
+    return lambda *a: jax.block_until_ready(step(*a)), jnp.asarray, jnp.zeros_like
+
+
+def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     rng = np.random.default_rng(0)
     H, dh, m = 8, d // 8, d
     task = rc.make_facts(S, R, D, rng, T=T)
@@ -92,9 +137,16 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8):
     l1, g1 = project_transformer_step(params, fixed, tokens, y)
     l2, g2 = textbook_transformer_step(params, fixed, tokens, y)
     check_same(g1, g2, dtype)
-    t_ours, t_naive = timeit(ours), timeit(naive)
     flops = transformer_flops(B, T, d, H, dh, m, task["n_answers"])
-    return t_ours, t_naive, flops / t_ours / 1e9
+    jax_runs = []
+    for run, arr, zeros in jax_steps:
+        jp = {k: arr(v) for k, v in params.items()}
+        jargs = (jp, {k: zeros(v) for k, v in jp.items()}, {k: zeros(v) for k, v in jp.items()},
+                 arr(dtype(1)), arr(fixed["E"]), arr(fixed["U"]), arr(tokens), arr(y))
+        assert run(*jargs)[0]["WQ"].dtype == params["WQ"].dtype   # JAX computes in our dtype
+        jax_runs.append(lambda run=run, jargs=jargs: run(*jargs))
+    t_ours, t_naive, *t_jax = timeit(ours, naive, *jax_runs, repeat=7)
+    return t_ours, t_naive, flops / t_ours / 1e9, t_jax
 
 
 # ----------------------------------------------------------------------------- retrieval
@@ -187,6 +239,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dtype", choices=["float64", "float32"], default="float32")
     p.add_argument("--quick", action="store_true", help="smallest sizes only")
+    p.add_argument("--no-jax", action="store_true", help="skip the JAX column even if importable")
     p.add_argument("--one-step", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     dtype = np.dtype(args.dtype).type
@@ -196,11 +249,19 @@ def main(argv=None):
     print(f"BLAS threads per process: {os.environ.get('OPENBLAS_NUM_THREADS')}")
     gf = matmul_gflops(dtype)
     print(f"dtype {args.dtype}; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
+    jax_steps = [] if args.no_jax else [jax_transformer_step(f) for f in (True, False)]
+    jax_steps = [j for j in jax_steps if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
-    print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} {'% matmul':>9}")
+    print("JAX: jit-compiled Adam step of the same model on one thread, timed alternately with "
+          "ours in this run;\n  'JAX same' uses our algebra, 'JAX naive' the per-position keys "
+          "and values" if jax_steps else "JAX: not importable here, so no side-by-side JAX "
+          "timing (install jax and jaxlib in the environment running bench.py to get one)")
+    print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} {'% matmul':>9}"
+          + (f" {'JAX same':>9} {'/ours':>6} {'JAX naive':>9} {'/ours':>6}" if jax_steps else ""))
     for d in ([32] if args.quick else [32, 64, 128]):
-        t, tn, g = bench_transformer(d, dtype)
-        print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%")
+        t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
+        print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"
+              + "".join(f" {1e3 * x:9.2f} {x / t:5.2f}x" for x in tj))
     for title, bench_fn, sizes in [
             ("retrieval model, one full-batch gradient (forward + backward), attention only",
              lambda V, d, L, N: bench_retrieval(V, d, L, N, dtype),

@@ -81,11 +81,6 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
 
 # ----------------------------------------------------------------------------- paper A, capacity figures
 
-def _one_scale(records, configs=None):
-    """The records as loaded: load_records already returns one scale's current record set."""
-    return records
-
-
 def _group(records, *keys):
     """Group records by config keys -> {tuple: [record, ...]}."""
     out = {}
@@ -183,26 +178,29 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
 def plot_facts(results=RESULTS, path="figures/facts.png"):
     """Facts stored vs parameters 4 H dh d + 2 m d, both criteria, with the authors' line and
     the 2-bits-per-parameter information line S R log2 D = 2 params."""
-    recs = _one_scale(_need(load_records(results, "facts"), "facts", results),
-                      train.facts_configs)
+    recs = _need(load_records(results, "facts"), "facts", results)
     fits = FITS["facts"](recs)
-    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted = {}
-    for key, color, marker, label in [("facts_fresh99", "C0", "o", r"$\geq 99\%$ on fresh prompts (paper)"),
+    P = [r["result"]["params"] for r in recs]
+    for key, color, marker, label in [("facts_fresh99", "C0", "o", r"$\geq 99\%$ on 1024 fresh prompts (paper)"),
                                       ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
-        P = [r["result"]["params"] for r in recs]
         F = [r["result"][key] for r in recs]
-        k = fits.get(key, {}).get("facts_per_param", float("nan"))
-        ax.scatter(P, F, color=color, marker=marker, s=30, label=f"{label}: {k:.3f} facts/param")
+        f = fits.get(key, {})
+        b = np.array([key == "facts_all" and train.strict_bound(r["result"]) for r in recs])
+        ax.scatter(np.array(P)[~b], np.array(F)[~b], color=color, marker=marker, s=36, zorder=3,
+                   label=f"{label}: {f.get('facts_per_param', float('nan')):.3f} facts/param, "
+                         f"slope {f.get('loglog_slope', float('nan')):.2f}")
+        if b.any():   # failed even at the smallest S tried: an upper bound
+            ax.scatter(np.array(P)[b], np.array(F)[b], color=color, marker="v", s=36, zorder=3,
+                       label="strict criterion failed at the smallest S tried (at most)")
         plotted[key] = [list(map(float, P)), list(map(float, F))]
-    bad = [r for r in recs if r["result"]["lo_fails"] or r["result"]["hi_succeeds"]]
-    if bad:   # the bracket did not contain the capacity: the point is a bound, not a value
-        ax.scatter([r["result"]["params"] for r in bad], [r["result"]["facts_fresh99"] for r in bad],
-                   facecolors="none", edgecolors="k", s=90, label="bracket edge (a bound only)")
-    for r in recs:
-        c = r["config"]
-        ax.annotate(f"d={c['d']},a={c['a']},b={c['b']}", (r["result"]["params"], r["result"]["facts_fresh99"]),
-                    fontsize=6, xytext=(3, -8), textcoords="offset points")
+    for r in recs:   # a capacity at its bracket's edge is a bound, not a value: say so
+        c, x = r["config"], r["result"]
+        label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1) else f",a={c['a']},b={c['b']}")
+        ax.annotate(label + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
+                    (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(-6, 0), zorder=4,
+                    textcoords="offset points", ha="right", va="center", bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(min(P) / 1.5, max(P) * 1.5, 20)
     ax.plot(pp, [theory.facts_reference(v) for v in pp], "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     D = recs[0]["config"]["D"]
@@ -211,73 +209,70 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
     f = fits.get("facts_fresh99", {})
     if f:
         ax.plot(pp, f["facts_per_param"] * pp, "--", color="C0", lw=1,
-                label=f"fit: facts = {f['facts_per_param']:.3f} params "
-                      f"({f['bits_per_param']:.2f} bits/param; log-log slope {f['loglog_slope']:.2f})")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+                label=f"fit: facts = {f['facts_per_param']:.3f} params ({f['bits_per_param']:.2f} bits/param)")
+    ax.set(xscale="log", yscale="log")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel(r"parameters $4Hd_hd + 2md$")
-    ax.set_ylabel(r"facts stored $S\cdot R$")
-    ax.set_title(f"One-layer transformer, $H$={recs[0]['config']['H']}, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}",
-                 fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_xlabel(r"parameters $4Hd_hd + 2md$", fontsize=10)
+    ax.set_ylabel(r"facts stored $S\cdot R$", fontsize=10)
+    ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}, $d_hH = a d$, $m = b d$", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1)
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
 def _edges(v):
-    """Cell edges for values on a geometric grid (geometric midpoints, extended at the ends)."""
+    """Cell edges for values on a geometric grid: geometric midpoints, end cells mirrored."""
     v = np.asarray(sorted(v), float)
-    r = v[1] / v[0] if len(v) > 1 else 2.0
-    mid = np.sqrt(v[1:] * v[:-1])
-    return np.concatenate([[v[0] / np.sqrt(r)], mid, [v[-1] * np.sqrt(v[-1] / v[-2] if len(v) > 1 else r)]])
+    mid = np.sqrt(v[1:] * v[:-1]) if len(v) > 1 else v * np.sqrt(2)
+    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
 
 
 @figure("tradeoff")
 def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
-    """Accuracy over (attention params d dh H, MLP params d m) at a fixed fact table, the
-    frontier read off the cells, and the authors' frontier and lines scaled to our facts."""
-    recs = _one_scale(_need(load_records(results, "tradeoff"), "tradeoff", results),
-                      train.tradeoff_configs)
-    attn = sorted({r["result"]["attn_params"] for r in recs})
-    mlp = sorted({r["result"]["mlp_params"] for r in recs})
+    """Accuracy over (attention params d dh H, MLP params d m) at one fact table, the measured
+    frontier, the fitted lines attn = c_attn facts, MLP = c_mlp facts, their sum, the authors'."""
+    recs = _need(load_records(results, "tradeoff"), "tradeoff", results)
+    attn, mlp = (sorted({r["result"][k] for r in recs}) for k in ("attn_params", "mlp_params"))
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
     for r in recs:
         res = r["result"]
         acc[mlp.index(res["mlp_params"]), attn.index(res["attn_params"])] = res["fresh_acc"]
-    facts = recs[0]["result"]["facts"]
-    cfg = recs[0]["config"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    mesh = ax.pcolormesh(_edges(attn), _edges(mlp), acc, cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax, label="accuracy on fresh prompts")
-    for i, m in enumerate(mlp):
+    facts, cfg = recs[0]["result"]["facts"], recs[0]["config"]
+    fits = train.tradeoff_fits(recs)["frontier"]
+    xe, ye = _edges(attn), _edges(mlp)
+    fig, ax = plt.subplots(figsize=(6.6, 5.2))
+    mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
+    fig.colorbar(mesh, ax=ax).set_label("accuracy on fresh prompts", fontsize=9)
+    for i, m in enumerate(mlp):         # values on their cell's colour, above every line
         for j, a in enumerate(attn):
-            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                    color="w" if acc[i, j] < 0.6 else "k")
-    front = train.tradeoff_frontier(recs)
-    fa = [a for a, m in front if m is not None]
-    fm = [m for a, m in front if m is not None]
-    ax.plot(fa, fm, "o-", color="C3", lw=2, label=r"measured frontier (first cell $\geq 99\%$)")
-    aa = np.geomspace(_edges(attn)[0], _edges(attn)[-1], 100)
-    ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1.2,
+            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize=8, zorder=5,
+                    color="w" if acc[i, j] < 0.6 else "k", bbox={"fc": mesh.to_rgba(acc[i, j]),
+                                                                   "ec": "none", "pad": 1})
+    front = train.tradeoff_frontier(recs)                          # along the cells' lower edges
+    level = [ye[-1] if m is None else ye[mlp.index(m)] for _, m in front]
+    ax.stairs(level, xe, color="C3", lw=2.5, baseline=None, label=r"measured frontier: lowest cell $\geq 99\%$ per column")
+    aa = np.geomspace(xe[0], xe[-1], 200)
+    ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1,
             label="authors' frontier, scaled to our facts")
-    ax.axvline(theory.attention_params_for_facts(facts), color="C1", ls=":", lw=1.5,
-               label=r"attention params $\propto$ facts ($4.5\times$)")
-    ax.axhline(theory.mlp_params_for_facts(facts), color="C6", ls=":", lw=1.5,
-               label=r"MLP params $\propto$ facts ($1.6\times$)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(_edges(attn)[0], _edges(attn)[-1])
-    ax.set_ylim(_edges(mlp)[0], _edges(mlp)[-1])
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel(r"attention parameters $d\,d_h H$")
-    ax.set_ylabel(r"MLP parameters $d\,m$")
+    if "attn_params_per_fact" in fits:
+        ca, cm = fits["attn_params_per_fact"], fits["mlp_params_per_fact"]
+        ax.axvline(ca * facts, color="C1", ls=":", lw=1.5, label=f"attention params = {ca:.2f} facts (fit)")
+        ax.axhline(cm * facts, color="C6", ls=":", lw=1.5, label=f"MLP params = {cm:.2f} facts (fit)")
+        ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
+                lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
+    ax.set(xscale="log", yscale="log")
+    ax.set_xlim(xe[0], max(xe[-1], 1.2 * fits.get("attn_params_per_fact", 0) * facts))
+    ax.set_ylim(ye[0], max(ye[-1], 1.2 * fits.get("mlp_params_per_fact", 0) * facts))
+    ax.set_xticks(attn, [str(a) for a in attn])
+    ax.set_yticks(mlp, [str(m) for m in mlp])
+    ax.tick_params(labelsize=8)
+    ax.minorticks_off()
+    ax.set_xlabel(rf"attention parameters $d\,d_h H$ ($H$ = {', '.join(str(a // (cfg['d'] * cfg['dh'])) for a in attn)})", fontsize=10)
+    ax.set_ylabel(rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})", fontsize=10)
     ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$",
-                 fontsize=9)
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return _save_with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
-                                                   "frontier": front},
-                                       "fits": train.tradeoff_fits(recs)})
+                                                   "frontier": front}, "fits": fits})
 
 
 # ----------------------------------------------------------------------------- paper B figures

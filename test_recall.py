@@ -393,11 +393,14 @@ def test_cli_list_and_only(tmp_path):
 def test_cli_list_prints_configs_of_every_experiment(tmp_path, capsys):
     """--list prints one line per configuration and nothing else, even for runners whose
     tables would need records (their tables are skipped, not crashed on)."""
+    monkeypatch = pytest.MonkeyPatch()              # main() sets the module's SELECT: restore it
+    monkeypatch.setattr(train, "SELECT", dict(train.SELECT, set={}, fields={}, written=set()))
     for name in train.EXPERIMENTS:
         train.main([name, "--scale", "tiny", "--out", str(tmp_path), "--list"])
         lines = capsys.readouterr().out.splitlines()
         assert lines and all(l.split("\t")[1] == "todo" for l in lines), name
         assert not list(tmp_path.glob(f"{name}/*.json")), name      # nothing ran
+    monkeypatch.undo()
 
 
 # ----------------------------------------------------------------------------- paper A experiments
@@ -436,8 +439,6 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.bits_per_param_mlp(0.35, "M=N") == pytest.approx(2.06, abs=0.01)
     assert theory.bits_per_param_mlp(1.2, "M=32") == pytest.approx(5 / 2.4)
     # the authors' Fig. 4 right frontier at 1024 facts: attention >= 1280, attn/2 + MLP = 2300
-    assert theory.attention_params_for_facts(1024) == pytest.approx(4600)
-    assert theory.mlp_params_for_facts(1024) == pytest.approx(1660)
     f = theory.authors_frontier_mlp([1000, 1280, 2000, 5000], 1024)
     assert np.isinf(f[0]) and f[1] == pytest.approx(1660) and f[2] == pytest.approx(1300) and f[3] == 0
 
@@ -490,52 +491,51 @@ def test_mlp_tiny_run_and_figure(tmp_path):
     assert set(shown["fits"]) == {"M=N", "M=32"} and shown["fits"]["M=32"]["c"] > 0
 
 
-def test_facts_tiny_run_and_figure(tmp_path):
-    cfg = {"d": 8, "H": 2, "dh": 4, "m": 8, "a": 1, "b": 1, "D": 4, "T": 6, "lrs": [3e-2],
-           "steps": 150, "batch": 64, "eval_every": 25, "patience": 100, "n_test": 256,
-           "prompts_per_fact": 2, "lo": 2, "hi": 4, "seed": 0}
-    recs = train.sweep("facts", [cfg, dict(cfg, m=16)], train.run_facts_one, str(tmp_path), 1)
-    for r in recs:
-        res = r["result"]
-        assert res["params"] == theory.transformer_params(8, 2, 4, r["config"]["m"])
-        assert 2 <= res["S_all"] <= res["S_fresh99"] <= 4
-        assert res["facts_fresh99"] == res["S_fresh99"] ** 2
-    path = plots.plot_facts(str(tmp_path), str(tmp_path / "facts.png"))
-    shown = _plotted_json(path)
-    assert shown["plotted"]["facts_all"] == [[float(r["result"]["params"]) for r in recs],
-                                             [float(r["result"]["facts_all"]) for r in recs]]
-
-
-
-def test_facts_float32_option_runs_in_single_precision(tmp_path, monkeypatch):
-    cfg = {"d": 8, "H": 2, "dh": 4, "m": 8, "a": 1, "b": 1, "D": 4, "T": 6, "lrs": [3e-2],
-           "steps": 100, "batch": 64, "eval_every": 25, "patience": 100, "n_test": 256,
-           "prompts_per_fact": 2, "lo": 2, "hi": 3, "seed": 0}
-    seen = []
+def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypatch):
+    for name in ("fig5", "facts", "tradeoff"):      # single precision by default
+        assert train.build_parser().parse_args([name]).dtype == "float32"
+    cfgs = train.facts_configs("tiny", 0)
+    assert [c["d"] for c in cfgs] == [20, 16] and {c["dtype"] for c in cfgs} == {"float32"}
+    assert {c["dtype"] for c in train.facts_configs("tiny", 0, "float64")} == {"float64"}
+    seen = set()
     real = rc.transformer_forward
     def spy(params, fixed, tokens):
-        seen.append((params["WQ"].dtype, fixed["E"].dtype))
+        seen.add((params["WQ"].dtype, fixed["E"].dtype))
         return real(params, fixed, tokens)
     monkeypatch.setattr(rc, "transformer_forward", spy)
-    (c32,) = train.with_dtype([cfg], "float32")
-    assert train.with_dtype([cfg], "float64") == [cfg] and c32 == dict(cfg, dtype="float32")
-    res = train.run_facts_one(c32)
-    assert seen and set(seen) == {(np.dtype("float32"), np.dtype("float32"))}
-    assert 2 <= res["S_all"] <= res["S_fresh99"] <= 3
+    recs = train.run_facts(str(tmp_path), scale="tiny")
+    assert seen == {(np.dtype("float32"), np.dtype("float32"))}
+    for r in recs:
+        res, c = r["result"], r["config"]
+        assert res["params"] == theory.transformer_params(c["d"], c["H"], c["dh"], c["m"])
+        assert c["lo"] <= res["S_all"] <= res["S_fresh99"] <= c["hi"]
+        assert res["facts_fresh99"] == res["S_fresh99"] ** 2
+        assert res["lo_fails"] == (not res["trials"][0]["fresh99"])   # trials sorted by S
+    path = plots.plot_facts(str(tmp_path), str(tmp_path / "facts.png"))
+    P, F = _plotted_json(path)["plotted"]["facts_all"]
+    assert sorted(zip(P, F)) == sorted((r["result"]["params"], r["result"]["facts_all"]) for r in recs)
 
-def test_tradeoff_frontier_and_tiny_run(tmp_path):
-    fake = [{"result": {"attn_params": a, "mlp_params": m, "fresh_acc": acc}}
+
+def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
+    fake = [{"result": {"attn_params": a, "mlp_params": m, "fresh_acc": acc, "facts": 10}}
             for a, m, acc in [(10, 1, 0.5), (10, 4, 0.995), (10, 16, 1.0), (20, 1, 0.99), (20, 4, 1.0),
                               (5, 1, 0.1), (5, 4, 0.2)]]
     assert train.tradeoff_frontier(fake) == [(5, None), (10, 4), (20, 1)]
-    base = {"d": 8, "dh": 2, "S": 3, "D": 4, "T": 6, "lrs": [3e-2], "steps": 100, "batch": 64,
-            "eval_every": 25, "patience": None, "n_test": 256, "prompts_per_fact": 2, "seed": 0}
-    cfgs = [dict(base, H=H, m=m) for H in (1, 2) for m in (2, 8)]
-    recs = train.sweep("tradeoff", cfgs, train.run_tradeoff_one, str(tmp_path), 1)
-    assert all(0 <= r["result"]["fresh_acc"] <= 1 and r["result"]["facts"] == 9 for r in recs)
+    fit = train.tradeoff_fits(fake)["frontier"]
+    # attn / ca + mlp / cm = 10 through (10, 4) and (20, 1): 1/ca = 3/7, 1/cm = 10/7
+    assert fit["attn_params_per_fact"] == pytest.approx(7 / 3)
+    assert fit["mlp_params_per_fact"] == pytest.approx(0.7)
+    assert fit["monotone"] == 1.0
+    fake.append({"result": {"attn_params": 40, "mlp_params": 4, "fresh_acc": 1.0, "facts": 10}})
+    fake.append({"result": {"attn_params": 40, "mlp_params": 1, "fresh_acc": 0.5, "facts": 10}})
+    assert train.tradeoff_fits(fake)["frontier"]["monotone"] == 0.0
+    recs = train.run_tradeoff(str(tmp_path), scale="tiny")
+    assert len(recs) == 4 and all(r["config"]["dtype"] == "float32" for r in recs)
+    for r in recs:    # each cell reports its best learning rate
+        assert r["result"]["fresh_acc"] == max(u["fresh_acc"] for u in r["result"]["runs"])
     path = plots.plot_tradeoff(str(tmp_path), str(tmp_path / "tradeoff.png"))
     shown = _plotted_json(path)["plotted"]
-    assert shown["attn"] == [16, 32] and shown["mlp"] == [16, 64]
+    assert shown["attn"] == [64, 256] and shown["mlp"] == [16, 128]
     for r in recs:
         res = r["result"]
         i, j = shown["mlp"].index(res["mlp_params"]), shown["attn"].index(res["attn_params"])
@@ -608,7 +608,7 @@ def test_figure_draws_the_chosen_record_set_not_a_stray_record(tmp_path, monkeyp
         monkeypatch.setitem(train.SELECT, "scale", scale)
         plots.plot_fig5(str(tmp_path), str(tmp_path / "f.png"))
         assert drawn["y"] == rec["result"]["total"] and rec["result"]["total"] != [7.0, 7.0]
-        assert drawn["head"].startswith(f"fig5: scale {scale or 'tiny'}, float64, 1 seed")
+        assert drawn["head"].startswith(f"fig5: scale {scale or 'tiny'}, float32, 1 seed")
 
 
 # ----------------------------------------------------------------------------- paper B experiments
