@@ -151,7 +151,7 @@ def authors_frontier_mlp(attn_params, facts):
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
-# Our concrete model (README, "Paper B model"): E, U, z_trig, z_eos with N(0, 1/d) entries, after the three
+# Our concrete model (REPRODUCE.md, "Paper B model"): E, U, z_trig, z_eos with N(0, 1/d) entries, after the three
 # steps with eta -> 0.  Then WV2 is proportional to the attention-weighted Hebbian memory
 #     M = sum_n phi_n r_n^T,   r_n = u_{y_n} - u_bar,   phi_n = sum_i a_ni h_ni,
 # and the learned query w = WKQ1 z_eos, of norm q, points along z_trig (measured cos > 0.99; the

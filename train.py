@@ -282,7 +282,7 @@ def experiment(name, help, options=()):
 
 
 # ----------------------------------------------------------------------------- paper A, Fig. 5: sequential learning
-# "README A1" .. "A5": paper A's setups as the README states them, in its section "Paper A setups".
+# "A1" .. "A5": paper A's setups as REPRODUCE.md states them, in its section "Paper A setups".
 
 def fig5_losses(logits, y, D):
     """Total, relation-only and subject-only cross-entropy (means over rows).
@@ -313,7 +313,7 @@ def fig5_stages(curve, n_answers, D):
 
 
 def run_fig5_one(cfg):
-    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (README A5)."""
+    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (A5)."""
     rng = np.random.default_rng(cfg["seed"])
     dt = np.dtype(cfg.get("dtype", "float64"))
     task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
@@ -399,7 +399,7 @@ def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, pati
 
 
 def linear_memory_trial(N, d, seed, lr, steps):
-    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (README A1), until
+    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (A1), until
     every item is recalled or `steps` run out (see fit_memory)."""
     rng = np.random.default_rng([seed, d, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"), "U": rc.embeddings(N, d, rng, "sphere")}
@@ -438,7 +438,7 @@ def run_linear_one(cfg):
 
 
 def linear_config(scale, d, seed):
-    """One capacity search.  full: README A1 (Adam lr 1000, 4096 steps, bracket [d, d^2/2],
+    """One capacity search.  full: A1 (Adam lr 1000, 4096 steps, bracket [d, d^2/2],
     ratio 1.01).  small and tiny: 1024 steps, ratio 1.03, and the bracket [N(c=4), N(c=0.8)]
     from d^2 = c N ln N (our runs put the capacity at c = 0.85 to 1.2, well inside)."""
     full = scale == "full"
@@ -505,7 +505,7 @@ MLP_GRID = {"tiny": ([8, 16], 256, 1), "small": ([8, 11, 16], 1024, 1),   # d, m
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
-    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (README A2),
+    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (A2),
     until 99% of the items are recalled (see fit_memory).  M = None: N classes, f(i) = i;
     M = 32: f(i) = (i M) // N.  Init variance 1/fan_in."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
@@ -531,7 +531,7 @@ def run_mlp_one(cfg):
 
 
 def mlp_config(scale, d, alpha, M, seed):
-    """One capacity search, m = alpha d.  full: README A2 (lr 0.03, 32768 steps, bracket
+    """One capacity search, m = alpha d.  full: A2 (lr 0.03, 32768 steps, bracket
     [d, m d], ratio 1.01).  small: 2048 steps, patience 256, ratio 1.04, and the bracket
     [Nref/2, 2 Nref] around the authors' line; tiny: as small with 1024 steps, ratio 1.1."""
     full, md, regime = scale == "full", alpha * d * d, "M=N" if M is None else "M=32"
