@@ -411,20 +411,13 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.solve_n_log_n(math.e) == pytest.approx(math.e, rel=1e-9)       # e ln e = e
     assert theory.solve_n_log_n(0.0) == pytest.approx(1.0)                        # 1 ln 1 = 0
     # d^2 = 2 N ln N at N = 100: d^2 = 200 ln 100 = 921.03, d = 30.348
-    assert theory.linear_capacity_d(100) == pytest.approx(math.sqrt(200 * math.log(100)))
     assert theory.linear_capacity_N(math.sqrt(200 * math.log(100))) == pytest.approx(100)
     assert theory.linear_capacity_N(32, 1.3) > theory.linear_capacity_N(32, 2.0)   # smaller c, more N
-    assert theory.mlp_reference_md(100, "M=32") == pytest.approx(120.0)
-    assert theory.mlp_reference_md(100, "M=N") == pytest.approx(35 * math.log(100))
     assert theory.mlp_reference_N(120.0, "M=32") == pytest.approx(100.0)
     assert theory.mlp_reference_N(35 * math.log(100), "M=N") == pytest.approx(100.0)
     with pytest.raises(ValueError):
-        theory.mlp_reference_md(10, "M=7")
-    assert theory.linear_memory_params(32) == 1024
+        theory.mlp_reference_N(10, "M=7")
     assert theory.transformer_params(32, 8, 4, 32) == 4 * 8 * 4 * 32 + 2 * 32 * 32   # 6144
-    assert theory.map_bits(16, 8) == pytest.approx(48.0)                           # 16 * 3
-    assert theory.mlp_memory_params(8, 16) == 2 * 8 * 16 + 16                    # W1, b1, W2
-    assert theory.mlp_memory_params(8, 16, bias=False) == 256
     assert theory.bits_per_param(8, 4, 16) == pytest.approx(1.0)                   # 8 * 2 / 16
     assert theory.counting_bound_N(1024) == pytest.approx(256.0)                   # 256 log2 256 = 2048
     assert theory.counting_bound_N(60, M=8) == pytest.approx(40.0)                 # 2 * 60 / 3

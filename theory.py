@@ -16,11 +16,6 @@ def transformer_params(d, H, dh, m):
     return 4 * H * dh * d + 2 * m * d
 
 
-def map_bits(N, M):
-    """[counting] Information in an arbitrary map of N items into M classes: N log2 M bits."""
-    return N * math.log2(M)
-
-
 # ----------------------------------------------------------------------------- paper A, memories
 
 # Reference constants, each with its source.
@@ -30,17 +25,6 @@ C_AUTHORS_MLP_MN = 0.35   # [paper A figure] m d = 0.35 N ln N, MLP memory with 
 C_AUTHORS_MLP_M32 = 1.2   # [paper A figure] m d = 1.2 N, MLP memory with M = 32 classes
 C_AUTHORS_FACTS = 0.15    # [paper A figure] facts = 0.15 params, one-layer transformer (Fig. 4 left)
 GARDNER_BITS = 2.0        # [Gardner 1988] at most 2 bits per weight for random dichotomies
-
-
-def linear_memory_params(d):
-    """[paper A] Parameters of the linear memory E[x] W U^T: W is d x d."""
-    return d * d
-
-
-def mlp_memory_params(d, m, bias=True):
-    """[paper A] Parameters of the MLP memory: W1 (d x m), b1 (m), W2 (m x d).  The authors'
-    x-axis is m d and their bits-per-parameter figures use 2 m d (bias=False)."""
-    return 2 * m * d + (m if bias else 0)
 
 
 def solve_n_log_n(y):
@@ -62,23 +46,9 @@ def linear_capacity_N(d, c=C_SHARP_LINEAR):
     return solve_n_log_n(d * d / c)
 
 
-def linear_capacity_d(N, c=C_SHARP_LINEAR):
-    """[later work / paper A figure] The d solving d^2 = c N ln N (inverse of linear_capacity_N)."""
-    return math.sqrt(c * N * math.log(N))
-
-
-def mlp_reference_md(N, regime):
-    """[paper A figure] The authors' reference lines for the MLP memory, as m d for N items:
-    regime "M=N": m d = 0.35 N ln N;  regime "M=32": m d = 1.2 N."""
-    if regime == "M=N":
-        return C_AUTHORS_MLP_MN * N * math.log(N)
-    if regime == "M=32":
-        return C_AUTHORS_MLP_M32 * N
-    raise ValueError(f'regime must be "M=N" or "M=32", got {regime!r}')
-
-
 def mlp_reference_N(md, regime):
-    """[paper A figure] Inverse of mlp_reference_md: the N the authors' line gives for m d."""
+    """[paper A figure] The N on the authors' reference lines for the MLP memory with m d
+    parameters: regime "M=N": m d = 0.35 N ln N;  regime "M=32": m d = 1.2 N."""
     if regime == "M=N":
         return solve_n_log_n(md / C_AUTHORS_MLP_MN)
     if regime == "M=32":
@@ -88,7 +58,7 @@ def mlp_reference_N(md, regime):
 
 def bits_per_param(N, M, params):
     """[counting] Bits stored per parameter when N items are mapped to M classes: N log2 M / params."""
-    return map_bits(N, M) / params
+    return N * math.log2(M) / params
 
 
 def counting_bound_N(params, M=None, bits=GARDNER_BITS):
