@@ -507,7 +507,7 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
                 ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
     axes[0].legend(fontsize=7, loc="upper left")
     axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    n = len({r["config"]["seed"] for r in recs})
+    n = max(r["config"]["draws"] for r in recs)
     fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
     return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
 

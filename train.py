@@ -1047,12 +1047,9 @@ def agreement_table(records):
 @experiment("b_phase", "paper B, experiment 1: accuracy over (N, d) at three L, with the predicted contour",
             [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
 def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
-    if scale == "tiny":                                  # for the tests
-        V, Ls, ds, Ns = 16, [2, 4, 8], [8, 16], [100, 200]
-    elif scale == "small":
-        V, Ls, ds, Ns = 128, [4, 16, 64], [32, 64, 128], _geom(500, 16000, 5)
-    else:
-        V, Ls, ds, Ns = 256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8)
+    V, Ls, ds, Ns = {"tiny": (16, [2, 4, 8], [8, 16], [100, 200]),
+                     "small": (128, [4, 16, 64], [32, 64, 128], _geom(500, 16000, 5)),
+                     "full": (256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8))}[scale]
     cfgs = [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for L in Ls for d in ds]
     return sweep("b_phase", cfgs, run_draws_one, out, jobs)
 
@@ -1103,7 +1100,8 @@ def nstar_table(records, over, methods=("three_step",), **match):
             j = list(x_m).index(x) if x in x_m else None
             cells += ["", ""] if j is None else [f(n[j]), f"{f(lo[j])} to {f(hi[j])}"]
         lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {f(pred[i])} |")
-    ex = lambda x, y: " ".join(f"{v:+.2f}" for v in np.diff(np.log(y)) / np.diff(np.log(x)))
+    ex = lambda x, y: " ".join(f"{v:+.2f}" if np.isfinite(v) else "-"
+                               for v in np.diff(np.log(y)) / np.diff(np.log(x)))
     for m, (x, n, *_, p) in pts.items():
         lines.append(f"{LEARNERS[m]}: local exponents {ex(x, n)}; fitted slope "
                      f"{theory.loglog_slope(x, n):+.2f}")
@@ -1158,7 +1156,7 @@ def paired_table(base, records, name):
         acc = np.array(r["result"]["accuracy"])
         for j, N in enumerate(r["config"]["Ns"]):
             x = acc[:, j] - b[:, j]
-            lines.append(f"| {name.format(**r['config'])} | {N} | "
+            lines.append(f"| {name.format(**{'m': '-', **r['config']})} | {N} | "
                          f"{np.mean(np.array(r['result']['attention'])[:, j]):.3f} | "
                          f"{acc[:, j].mean():.3f} ± {acc[:, j].std(ddof=1):.3f} | {x.mean():+.3f} ± "
                          f"{x.std(ddof=1):.3f} | {x.std(ddof=1) / np.sqrt(len(x)):.3f} |")
@@ -1182,7 +1180,7 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     for d in ds:
         rs = sorted((r for r in recs if r["config"]["d"] == d),
                     key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
-        print(paired_table(rs[0], rs[1:], "d={d}, m={m}, centred={centred}"))   # rs[0]: no MLP
+        print(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}"))   # rs[0]: no MLP
         print(f"predicted (no centred variant): attention only {theory.retrieval_accuracy(V, N, d, L, q):.3f}, "
               + ", ".join(f"+ MLP m={m} {theory.retrieval_accuracy(V, N, d, L, q, m):.3f}" for m in ms) + "\n")
     return recs
