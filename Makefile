@@ -18,7 +18,7 @@ CORE_FIGURES = fig5
 
 PAPER_A_FIGURES = linear mlp facts tradeoff
 
-PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_long b_length b_scaling b_gradinfo
+PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_length b_scaling b_gradinfo
 
 .PHONY: test figures demo clean bench homework check $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 
@@ -82,10 +82,6 @@ b_embed: .venv/ready
 b_mlp: .venv/ready
 	$(RUN) b_mlp --scale $(SCALE) --jobs $(JOBS)
 	$(PLOT) b_mlp --scale $(SCALE)
-
-b_long: .venv/ready
-	$(RUN) b_long --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_long --scale $(SCALE)
 
 b_length: .venv/ready
 	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)

@@ -15,7 +15,7 @@ import numpy as np                # noqa: E402
 
 import theory                     # noqa: E402
 import train                      # noqa: E402
-from train import FITS, RESULTS, SELECT, crossing, fig5_stages, load_records   # noqa: E402
+from train import FITS, RESULTS, SELECT, fig5_stages, load_records   # noqa: E402
 
 FIGURES = {}   # name -> function(results_dir, path)
 
@@ -277,14 +277,6 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
 
 # ----------------------------------------------------------------------------- paper B figures
 
-def _curve(records, xkey, field="accuracy"):
-    """Sorted x values and the seed-mean of result[field] at each x."""
-    xs = sorted({r["config"][xkey] for r in records})
-    ys = [float(np.mean([r["result"][field] for r in records if r["config"][xkey] == x]))
-          for x in xs]
-    return xs, ys
-
-
 def _draws(rec, field="accuracy"):
     """Ns, mean and sd over the draws of one train.run_draws_one record."""
     v = np.array(rec["result"][field])                            # (draws, len(Ns))
@@ -357,33 +349,21 @@ def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
 
 @figure("b_nstar")
 def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
-    """N* versus d and versus V: bisection on the mean over tasks (points; bars: the N range
-    where mean -+ 1 sd over tasks crosses tau) and theory.critical_N (lines)."""
+    """N* versus d and versus V: where the mean accuracy over draws reaches tau (points; bars:
+    where mean -+ 1 sd reach it, train.nstar_points) and theory.critical_N (line)."""
     recs = _need(load_records(results, "b_nstar"), "b_nstar", results)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
-    for ax, key in zip(axes, ("d", "V")):
-        rs = train.nstar_sweep(recs, key)
-        if not rs:
-            continue
-        c0 = rs[0]["config"]
-        x = np.array([r["config"][key] for r in rs], float)
-        y = np.array([r["result"]["nstar"] or np.nan for r in rs], float)
-        lo, hi = np.array([train.nstar_band(r) for r in rs], float).T
+    c0 = recs[0]["config"]
+    V0, d0 = (int(np.bincount([r["config"][k] for r in recs]).argmax()) for k in ("V", "d"))
+    for ax, key, match in ((axes[0], "d", {"V": V0}), (axes[1], "V", {"d": d0})):
+        x, n, p = _nstar(ax, recs, "three_step", key, "k", "measured", "o", **match)
         xf = np.geomspace(x.min() / 1.2, x.max() * 1.2, 12)
-        args = lambda v: dict(c0, **{key: int(round(v))})
-        pred = np.array([theory.critical_N(a["V"], a["d"], a["L"], a["q"], a["tau"])
-                         for a in map(args, xf)])
-        pred_x = np.array([theory.critical_N(a["V"], a["d"], a["L"], a["q"], a["tau"])
-                           for a in map(args, x)])
-        ax.plot(xf, pred, color="C0", label=f"predicted (slope {theory.loglog_slope(x, pred_x):+.2f})")
-        ax.errorbar(x, y, [np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], fmt="o",
-                    color="k", capsize=3, label=f"measured (slope {theory.loglog_slope(x, y):+.2f})")
-        ax.fill_between(xf, pred / 2, pred * 2, color="C0", alpha=0.12, label="factor 2")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        fixed = f"V={c0['V']}" if key == "d" else f"d={c0['d']}"
-        ax.set_xlabel(f"${key}$  ({fixed}, L={c0['L']}, |w|={c0['q']:g}, {c0['n_tasks']} tasks)")
-        ax.set_ylabel(rf"$N^*$ (accuracy $\geq$ {c0['tau']:g})")
+        a = lambda v: dict(c0, **match, **{key: int(round(v))})
+        ax.plot(xf, [theory.critical_N(a(v)["V"], a(v)["d"], c0["L"], c0["q"], c0["tau"]) for v in xf],
+                color="C0", label=f"predicted (slope {theory.loglog_slope(x, p):+.2f})")
+        ax.set(xscale="log", yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
+               xlabel=f"${key}$ (" + ", ".join(f"{k}={v}" for k, v in match.items())
+               + f", L={c0['L']}, |w|={c0['q']:g}, {c0['draws']} draws)")
         ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -427,8 +407,8 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
     ds = sorted({r["config"]["d"] for r in recs})
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], ds):
-        arm = lambda **match: train.accuracies(recs, "three_step", d=d, **match)[1][:, 0]   # (draws,)
-        ms = sorted({r["config"]["m"] for r in recs if r["config"]["m"]})
+        arm = lambda **match: train.accuracies(recs, method="three_step", d=d, **match)[1][:, 0]   # (draws,)
+        ms = sorted({r["config"]["m"] for r in recs if "m" in r["config"]})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
             acc = [arm(m=m, centred=centred) for m in ms]
@@ -446,43 +426,6 @@ def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"V={V}, N={N}, L={L}, |w|={q:g}, {len(att)} paired draws "
                  "(same embeddings, samples, test set)", fontsize=9)
-    return _save(fig, path)
-
-
-@figure("b_long")
-def plot_b_long(results=RESULTS, path="figures/b_long.png", tau=0.3):
-    """Three steps versus Adam: accuracy versus N (mean +- sd over draws), N* of each mean curve."""
-    recs = _need(load_records(results, "b_long"), "b_long", results)
-    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
-    ds = sorted({r["config"]["d"] for r in recs})
-    nstar = {"three_step": [], "adam": []}
-    for i, d in enumerate(ds):
-        for method, ls in (("three_step", "o-"), ("adam", "s--")):
-            N, acc, sd = train.long_curve(recs, d, method)
-            if not N:
-                nstar[method].append(None)
-                continue
-            _sd_band(axes[0], N, np.array(acc), np.array(sd), f"C{i}",
-                     f"{method.replace('_', ' ')}, $d={d}$", ls)
-            nstar[method].append(crossing(N, acc, tau))
-    c = [r for r in recs if r["config"]["method"] == "three_step"][0]["config"]
-    for method, mk in (("three_step", "o-"), ("adam", "s--")):
-        y = [np.nan if v is None else v for v in nstar[method]]
-        axes[1].plot(ds, y, mk, color="k", label=method.replace("_", " "))
-    axes[1].plot(ds, [theory.critical_N(c["V"], d, c["L"], c["q"], tau) for d in ds], ":",
-                 color="C0", label="predicted (three steps)")
-    axes[0].set_xscale("log")
-    axes[0].set_xlabel("samples $N$")
-    axes[0].set_ylabel("test accuracy")
-    axes[0].legend(fontsize=7)
-    axes[1].set_xscale("log")
-    axes[1].set_yscale("log")
-    axes[1].set_xlabel("$d$")
-    axes[1].set_ylabel(rf"$N^*$ (mean accuracy $\geq$ {tau:g}, interpolated)")
-    axes[1].legend(fontsize=8)
-    a = next((r["config"] for r in recs if r["config"]["method"] == "adam"), None)
-    extra = f", Adam {a['steps']} steps lr {a['lr']:g} ({a['draws']} draws)" if a else ""
-    fig.suptitle(f"V={c['V']}, L={c['L']}, three steps {c['draws']} draws{extra}", fontsize=9)
     return _save(fig, path)
 
 
@@ -523,7 +466,7 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
 def _nstar(ax, recs, method, over, color, label, style="o-", **match):
     """train.nstar_points drawn: N* with bars where mean -+ 1 sd reach tau (open to the top
     where mean - sd never does); returns x, N* and the predicted N*."""
-    x, n, lo, hi, p = train.nstar_points(recs, method, over, **match)
+    x, n, lo, hi, p = train.nstar_points(recs, over, method=method, **match)
     ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color, alpha=0.5)
     ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
     ax.set_xscale("log", base=2)
@@ -559,7 +502,7 @@ def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
                 ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
     axes[0].legend(fontsize=7, loc="upper left")
     axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    n = len({r["config"]["seed"] for r in recs})
+    n = max(r["config"]["draws"] for r in recs)
     fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
     return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
 

@@ -433,20 +433,6 @@ def mean_attention(V, N, d, L, q, z2=1.0, n_nodes=24):
     return float(wx @ p)
 
 
-def predicted_exponents(tau=0.5, q=10.0, L=8, V=128, d=128, N=8000):
-    """[ours] Local log-log slopes of the predicted critical sizes around a reference point:
-    N* against d and V, d* against V and N, V* against N and d (each over a factor 4 range)."""
-    f = [0.5, 1.0, 2.0]
-    out = {}
-    out["N* vs d"] = loglog_slope([d * s for s in f], [critical_N(V, int(d * s), L, q, tau) for s in f])
-    out["N* vs V"] = loglog_slope([V * s for s in f], [critical_N(int(V * s), d, L, q, tau) for s in f])
-    out["d* vs V"] = loglog_slope([V * s for s in f], [critical_d(int(V * s), N, L, q, tau) for s in f])
-    out["d* vs N"] = loglog_slope([N * s for s in f], [critical_d(V, N * s, L, q, tau) for s in f])
-    out["V* vs N"] = loglog_slope([N * s for s in f], [max_V(N * s, d, L, q, tau) for s in f])
-    out["V* vs d"] = loglog_slope([d * s for s in f], [max_V(N, int(d * s), L, q, tau) for s in f])
-    return out
-
-
 def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
     """[ours] 1/sigma of `retrieval_accuracy` at the typical token (0 if nothing is stored): the
     one number through which N, d and L act; at saturated attention

@@ -849,7 +849,8 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
 
 def retrieval_pool(fixed, tokens, pos, w):
     """Attention a (N, L), pooled rows phi and features g of recall.retrieval_forward, via the
-    (N, V) attention mass per vocabulary entry C: phi = C E + a_pos z_trig (one BLAS product)."""
+    (N, V) attention mass per vocabulary entry C: phi = C E + a_pos z_trig (one BLAS product);
+    with the MLP g = relu(phi W_mlp) - mlp_centre (0 unless centred)."""
     E, z, W = fixed["E"], fixed["z_trig"], fixed.get("W_mlp")
     (N, L), V = tokens.shape, len(E)
     rows = np.arange(N)
@@ -858,7 +859,7 @@ def retrieval_pool(fixed, tokens, pos, w):
     a = rc.softmax(s, axis=1)
     C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
     phi = C @ E + np.outer(a[rows, pos], z)
-    return a, phi, (phi if W is None else np.maximum(phi @ W, 0.0))
+    return a, phi, (phi if W is None else np.maximum(phi @ W, 0.0) - fixed.get("mlp_centre", 0.0))
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm):
@@ -885,8 +886,10 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm):
 
 
 def crn_sequences(task, N, L, Lmax, rng):
-    """N sequences (tokens (N, L), pos, labels) such that one rng state gives, at every L <= Lmax,
-    the same informative tokens, labels, positions pos/L and leading distractors (paired L)."""
+    """The one sampler of paired draws: N sequences (tokens (N, L), pos, labels) such that one rng
+    state gives, at every L <= Lmax, the same informative tokens, labels, positions pos/L and
+    leading distractors; the labels do not depend on d or m either (perm is drawn apart).  The
+    first N' rows of a call are the training set of size N' (nested in N)."""
     x, u = rng.integers(0, task["V"], N), rng.random(N)
     tokens = rng.integers(0, task["V"], (N, Lmax))[:, :L].copy()
     pos = (u * L).astype(int)
@@ -894,40 +897,63 @@ def crn_sequences(task, N, L, Lmax, rng):
     return tokens, pos, task["perm"][x]
 
 
+def gradient_statistic(fixed, tokens, labels):
+    """grad_WV of the mean loss at WV = WKQ = 0 (where grad_WKQ = 0), in closed form: attention
+    is uniform and the softmax 1/V, so with C[x, y] = #(token x in a sequence labelled y),
+        grad_WV = -(1/(N L)) E~^T C U_c,   E~ = E + 1 z_trig^T / L,  U_c = U - u_bar."""
+    E, U = fixed["E"], fixed["U"]
+    (N, L), V = tokens.shape, len(E)
+    C = np.bincount((tokens * V + labels[:, None]).ravel(), minlength=V * V).reshape(V, V)
+    return -((E + fixed["z_trig"] / L).T @ C @ (U - U.mean(0))) / (N * L)
+
+
+def gradinfo_decoder(fixed, G, L):
+    """[ours] Each token's label (V,) from G alone: argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+
+    the minimum-norm solution of E~^T C U_c = -N L G.  For d > V it reads C itself."""
+    E, U = fixed["E"], fixed["U"]
+    C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
+    return C_hat.argmax(1)
+
+
+def learner_accuracy(cfg, fixed, train_set, test):
+    """Train cfg["method"] on train_set: "three_step" (eta -> 0, query norm q), "adam" (steps, lr)
+    or "gradinfo" (gradinfo_decoder on gradient_statistic).  Returns its argmax accuracy on the
+    test sequences and the mean attention on their informative position (nan for gradinfo)."""
+    tokens, pos, labels = test
+    rows = np.arange(len(pos))
+    if cfg["method"] == "gradinfo":
+        decoded = gradinfo_decoder(fixed, gradient_statistic(fixed, train_set[0], train_set[2]),
+                                   cfg["L"])
+        return float(np.mean(decoded[tokens[rows, pos]] == labels)), float("nan")
+    params = (three_step_limit(fixed, *train_set, cfg["q"]) if cfg["method"] == "three_step"
+              else retrieval_adam(fixed, *train_set, cfg["steps"], cfg["lr"]))
+    a, _, g = retrieval_pool(fixed, tokens, pos, params["WKQ"] @ fixed["z_eos"])
+    logits = g @ params["WV"] @ fixed["U"].T                              # (n_test, V)
+    return float(np.mean(logits.argmax(1) == labels)), float(a[rows, pos].mean())
+
+
 def run_draws_one(cfg):
-    """Accuracy and attention of cfg["draws"] independent draws at each N of cfg["Ns"] (nested
-    training prefixes).  Draw k takes E, U, z_trig, z_eos from rng [seed, k, 0], the permutation and
-    sequences from [seed, k, 1], so records differing in L, q, d, kind or method are paired."""
+    """The one runner of paper B: accuracy and attention of one learner for cfg["draws"]
+    independent draws at each N of cfg["Ns"] (nested training prefixes).  Draw k takes E, U,
+    z_trig, z_eos (and W_mlp) from rng [seed, k, 0], the permutation and sequences from
+    [seed, k, 1] (crn_sequences), so records differing only in L, q, d, m, kind or method are
+    paired.  centred: the MLP features minus mean_x relu((e_x + z_trig) W_mlp)."""
     acc, att, z2 = [], [], []
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
         task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
                                  kind=cfg.get("kind", "gaussian"))
         fixed, rng = rc.retrieval_fixed(task), np.random.default_rng([cfg["seed"], k, 1])
+        if cfg.get("centred"):
+            fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0).mean(0)
         task["perm"] = rng.permutation(cfg["V"])
-        seqs = [crn_sequences(task, n, cfg["L"], cfg.get("Lmax", cfg["L"]), rng)
-                for n in (max(cfg["Ns"]), cfg["n_test"])]
-        runs = []
-        for N in cfg["Ns"]:
-            tr = [x[:N] for x in seqs[0]]
-            params = (three_step_limit(fixed, *tr, cfg["q"]) if cfg["method"] == "three_step"
-                      else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
-            runs.append(retrieval_diagnostics(params, fixed, *seqs[1]))
-        acc.append([r["accuracy"] for r in runs])
-        att.append([r["attention"] for r in runs])
+        train_set, test = (crn_sequences(task, n, cfg["L"], cfg.get("Lmax", cfg["L"]), rng)
+                           for n in (max(cfg["Ns"]), cfg["n_test"]))
+        runs = [learner_accuracy(cfg, fixed, [x[:N] for x in train_set], test) for N in cfg["Ns"]]
+        acc.append([a for a, _ in runs])
+        att.append([p for _, p in runs])
         z2.append(float(fixed["z_trig"] @ fixed["z_trig"]))
     return {"accuracy": acc, "attention": att, "z2": z2}
-
-
-def retrieval_diagnostics(params, fixed, tokens, pos, labels):
-    """Test accuracy, mean attention on the informative position, the query norm |w| and
-    cos(query, z_trig) (features from retrieval_pool)."""
-    w, z = params["WKQ"] @ fixed["z_eos"], fixed["z_trig"]
-    a, _, g = retrieval_pool(fixed, tokens, pos, w)
-    nw = float(np.linalg.norm(w))
-    return {"accuracy": float(((g @ params["WV"] @ fixed["U"].T).argmax(1) == labels).mean()),
-            "attention": float(a[np.arange(len(pos)), pos].mean()), "query_norm": nw,
-            "cos_query_trig": float(w @ z / (nw * np.linalg.norm(z) + 1e-300))}
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
@@ -941,39 +967,24 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
     return params
 
 
-def run_retrieval_one(cfg):
-    """One training run on a fresh task: the literal three steps (eta, query norm q), or Adam for
-    `steps`.  Returns the diagnostics on n_test fresh sequences and the realised |z_trig|^2."""
-    rng = np.random.default_rng(cfg["seed"])
-    task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
-                             kind=cfg.get("kind", "gaussian"))
-    fixed = rc.retrieval_fixed(task)
-    tokens, pos, labels = rc.sample_retrieval(task, cfg["N"], rng)         # (N, L), (N,), (N,)
-    test = rc.sample_retrieval(task, cfg["n_test"], rng)
-    if cfg["method"] == "three_step":
-        params = three_step(fixed, tokens, pos, labels, cfg["eta"], query_norm=cfg["q"])
-    else:
-        params = retrieval_adam(fixed, tokens, pos, labels, cfg["steps"], cfg["lr"])
-    out = retrieval_diagnostics(params, fixed, *test)
-    return dict(out, z2=float(fixed["z_trig"] @ fixed["z_trig"]))
-
-
-def _b_cfg(V, d, L, N, seed, q=10.0, m=None, kind="gaussian", method="three_step", n_test=2000,
-           eta=1e-3, steps=0, lr=0.0):
-    cfg = {"V": V, "d": d, "L": L, "N": int(N), "seed": seed, "kind": kind, "method": method,
-           "n_test": n_test}
-    if m is not None:
-        cfg["m"] = m
-    if method == "three_step":
-        cfg.update(q=q, eta=eta)
-    else:
-        cfg.update(steps=steps, lr=lr)
-    return cfg
-
-
 def _geom(lo, hi, n):
     return [int(round(x)) for x in np.geomspace(lo, hi, n)]
 
+
+def _draws_cfg(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian", method="three_step",
+               n_test=2000, Lmax=None, **extra):
+    cfg = {"V": V, "d": d, "L": L, "Ns": [int(N) for N in Ns], "seed": seed, "draws": draws,
+           "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L, **extra}
+    return cfg if m is None else dict(cfg, m=m)
+
+
+def accuracies(records, **match):
+    """Ns and the accuracies (draws, len(Ns)) of the one record whose config matches."""
+    r = next(r for r in records if all(r["config"].get(k) == v for k, v in match.items()))
+    return np.array(r["config"]["Ns"]), np.array(r["result"]["accuracy"])
+
+
+DRAWS = {"tiny": 3, "small": 20, "full": 50}     # independent draws per plotted point
 
 # The agreement table: predicted versus measured accuracy of the three-step model on a fixed
 # grid chosen to span accuracies 0.1 to 0.95 (V = 128; d, L, N, q varied; MLP points included).
@@ -987,16 +998,6 @@ AGREE_GRID = [  # (V, d, L, N, q, m)
     (128, 256, 8, 16000, 10, None), (64, 128, 8, 8000, 10, None), (128, 128, 16, 8000, 5, None),
     (64, 64, 16, 4000, 4, None),
 ]
-
-
-def _draws_cfg(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian", method="three_step",
-               n_test=2000, Lmax=None, **train):
-    cfg = {"V": V, "d": d, "L": L, "Ns": [int(N) for N in Ns], "seed": seed, "draws": draws,
-           "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L, **train}
-    return cfg if m is None else dict(cfg, m=m)
-
-
-DRAWS = {"tiny": 3, "small": 20, "full": 50}     # independent draws per plotted point
 
 
 @experiment("b_agree", "paper B: predicted vs measured three-step accuracy, mean and sd over draws")
@@ -1051,135 +1052,88 @@ def agreement_table(records):
 @experiment("b_phase", "paper B, experiment 1: accuracy over (N, d) at three L, with the predicted contour",
             [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
 def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
-    if scale == "tiny":                                  # for the tests
-        V, Ls, ds, Ns = 16, [2, 4, 8], [8, 16], [100, 200]
-    elif scale == "small":
-        V, Ls, ds, Ns = 128, [4, 16, 64], [32, 64, 128], _geom(500, 16000, 5)
-    else:
-        V, Ls, ds, Ns = 256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8)
+    V, Ls, ds, Ns = {"tiny": (16, [2, 4, 8], [8, 16], [100, 200]),
+                     "small": (128, [4, 16, 64], [32, 64, 128], _geom(500, 16000, 5)),
+                     "full": (256, [4, 16, 64], [16, 32, 64, 128, 256], _geom(500, 64000, 8))}[scale]
     cfgs = [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for L in Ls for d in ds]
     return sweep("b_phase", cfgs, run_draws_one, out, jobs)
 
 
-# Figure 2: N* versus d and versus V, by bisection on N.
+# Figure 2: N* versus d and versus V, read off accuracy-versus-N curves.
 
-def run_nstar_one(cfg):
-    """Bisection on N (train.bisect_capacity, in log scale) for the smallest N whose three-step
-    accuracy, averaged over cfg["n_tasks"] independent tasks (embeddings, training stream and
-    test set each), reaches tau.  Within a task the training sets are nested prefixes of one
-    sample stream.  A single task is too noisy: its accuracy is not monotone in N."""
-    runs = []
-    for k in range(cfg.get("n_tasks", 1)):
-        rng = np.random.default_rng([cfg["seed"], k])
-        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"))
-        fixed = rc.retrieval_fixed(task)
-        runs.append((fixed, rc.sample_retrieval(task, cfg["hi"], rng),
-                     rc.sample_retrieval(task, cfg["n_test"], rng)))
-
-    sds = {}
-
-    def mean_accuracy(N):
-        accs = []
-        for fixed, (tokens, pos, labels), test in runs:
-            params = three_step_limit(fixed, tokens[:N], pos[:N], labels[:N], cfg["q"])
-            accs.append(retrieval_diagnostics(params, fixed, *test)["accuracy"])
-        sds[N] = float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0   # sd over the tasks
-        return float(np.mean(accs))
-
-    accuracy_at, tried = memoised(mean_accuracy)
-
-    # bisection for the largest failing N; N* is the geometric mean of it and the smallest
-    # succeeding N tried above it (the final bracket, hi/lo <= ratio)
-    n_fail = bisect_capacity(lambda N: accuracy_at(N) < cfg["tau"], cfg["lo"], cfg["hi"],
-                             cfg["ratio"])
-    above = [N for N, acc in tried.items() if N > n_fail and acc >= cfg["tau"]]
-    if accuracy_at(cfg["lo"]) >= cfg["tau"]:
-        nstar = cfg["lo"]                                   # at or below the bracket
-    elif not above:
-        nstar = None                                        # never reached within [lo, hi]
-    else:
-        nstar = round(math.sqrt(n_fail * min(above)))
-    return {"nstar": nstar, "tried": sorted(tried.items()), "tried_sd": sorted(sds.items()),
-            "z2": [float(f["z_trig"] @ f["z_trig"]) for f, _, _ in runs]}
+def crossing(xs, ys, tau):
+    """First x where y reaches tau, interpolated in log x; None if never."""
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if y0 < tau <= y1:
+            t = (tau - y0) / (y1 - y0)
+            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
+    return float(xs[0]) if len(ys) and ys[0] >= tau else None
 
 
-def _nstar_cfg(V, d, L, seed, tau, q, ratio, n_test, n_tasks=20, cap=200000):
-    """Bisection bracket [V/2, 3 pred] (capped); its geometric midpoints are not anchored on
-    the prediction, so the measurement cannot snap to it.  n_tasks tasks are averaged."""
-    pred = theory.critical_N(V, d, L, q, tau)
-    hi = int(min(3 * pred, cap)) if math.isfinite(pred) else cap
-    cfg = {"V": V, "d": d, "L": L, "seed": seed, "tau": tau, "lo": V // 2,
-           "hi": hi, "ratio": ratio, "n_test": n_test, "n_tasks": n_tasks, "q": q, "eta": 1e-3}
-    return cfg
+def nstar_points(records, over, **match):
+    """N* of the records matching `match` (one learner), against config[over]: arrays x, N*, band
+    low, band high, theory.critical_N.  N* is where the mean accuracy over draws reaches tau on the
+    nested-N curve (interpolated in log N); the band is where mean + sd and mean - sd reach it,
+    i.e. where a single run's N* falls (nan: never within the N grid)."""
+    rows = []
+    for r in sorted((r for r in records if all(r["config"].get(k) == v for k, v in match.items())),
+                    key=lambda r: r["config"][over]):
+        c, A = r["config"], np.array(r["result"]["accuracy"])
+        mean, sd = A.mean(0), A.std(0, ddof=1)
+        rows.append([c[over]] + [crossing(c["Ns"], y, c["tau"]) for y in (mean, mean + sd, mean - sd)]
+                    + [theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])])
+    return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
+            for col in zip(*rows)]
 
 
-@experiment("b_nstar", "paper B, experiment 2: critical N* versus d and versus V (bisection)",
+LEARNERS = {"three_step": "three steps", "gradinfo": "gradient information", "adam": "Adam"}
+
+
+def nstar_table(records, over, methods=("three_step",), **match):
+    """Markdown table of N* (band) of each learner against `over` at fixed `match`, and
+    theory.critical_N; then per learner the local exponents d log N* / d log x between
+    neighbours and the fitted log-log slope (predicted: over the x where three steps has N*)."""
+    f = lambda v: "-" if np.isnan(v) else f"{v:.0f}"
+    pts = {m: nstar_points(records, over, method=m, **match) for m in methods}
+    xs, pred = next(iter(pts.values()))[0], next(iter(pts.values()))[4]
+    lines = [f"\nN* against {over} (" + ", ".join(f"{k} = {v}" for k, v in match.items()) + ")",
+             f"| {over} | " + " | ".join(f"{LEARNERS[m]} | band" for m in methods)
+             + " | predicted (three steps) |", "|" + "---|" * (2 * len(methods) + 2)]
+    for i, x in enumerate(xs):
+        cells = []
+        for x_m, n, lo, hi, _ in pts.values():
+            j = list(x_m).index(x) if x in x_m else None
+            cells += ["", ""] if j is None else [f(n[j]), f"{f(lo[j])} to {f(hi[j])}"]
+        lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {f(pred[i])} |")
+    ex = lambda x, y: " ".join(f"{v:+.2f}" if np.isfinite(v) else "-"
+                               for v in np.diff(np.log(y)) / np.diff(np.log(x)))
+    for m, (x, n, *_, p) in pts.items():
+        lines.append(f"{LEARNERS[m]}: local exponents {ex(x, n)}; fitted slope "
+                     f"{theory.loglog_slope(x, n):+.2f}")
+    if "three_step" in pts:
+        x, n, *_, p = pts["three_step"]
+        lines.append(f"predicted: local exponents {ex(x, p)}; fitted slope "
+                     f"{theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p)):+.2f}")
+    return "\n".join(lines)
+
+
+@experiment("b_nstar", "paper B, experiment 2: critical N* versus d and versus V (mean curves over draws)",
             [("--tau", "positive_float", 0.5, "target accuracy"),
              ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
-    if scale == "tiny":
-        L, V0, d0, ds, Vs, ratio, n_test = 4, 16, 32, [16, 32], [8, 16], 1.5, 200
-    elif scale == "small":
-        L, V0, d0, ds, Vs, ratio, n_test = 8, 128, 128, [64, 128, 256], [64, 128, 256], 1.25, 1000
-    else:
-        L, V0, d0, ds, Vs, ratio, n_test = 8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024], 1.1, 4000
-    cap = 2000 if scale == "tiny" else 200000
-    n = DRAWS[scale]
-    cfgs = [dict(_nstar_cfg(V0, d, L, seed, tau, q, ratio, n_test, n, cap=cap), sweep_over="d")
-            for d in ds]
-    cfgs += [dict(_nstar_cfg(V, d0, L, seed, tau, q, ratio, n_test, n, cap=cap), sweep_over="V")
-             for V in Vs
-             if not (V == V0 and d0 in ds)]          # that point is already in the d sweep
-    recs = sweep("b_nstar", cfgs, run_nstar_one, out, jobs)
-    print(nstar_table(recs))
-    if scale != "tiny":
-        ex = theory.predicted_exponents(tau=tau, q=q, L=L, V=V0, d=d0, N=8000)
-        print("\npredicted local exponents at V=%d, d=%d, N=8000, L=%d: " % (V0, d0, L)
-              + ", ".join(f"{k} {v:+.2f}" for k, v in ex.items()))
+    """Accuracy on N = 4V, 8V, ..., 128V (nested, DRAWS draws) at each d (V = V0) and each V
+    (d = d0); N* is read off the mean curve by nstar_points.  The grid does not depend on the
+    prediction, so the measurement cannot snap to it."""
+    L, V0, d0, ds, Vs = {"tiny": (4, 16, 32, [16, 32], [8, 16]),
+                         "small": (8, 128, 128, [64, 128, 256], [64, 128, 256]),
+                         "full": (8, 256, 256, [96, 128, 192, 256, 512], [64, 128, 256, 512, 1024])}[scale]
+    n_test = {"tiny": 200, "small": 1000, "full": 4000}[scale]
+    points = [(V0, d) for d in ds] + [(V, d0) for V in Vs if (V, d0) != (V0, d0) or d0 not in ds]
+    cfgs = [_draws_cfg(V, d, L, [V * 2 ** k for k in range(2, 8)], seed, DRAWS[scale], q=q,
+                       n_test=n_test, tau=tau) for V, d in points]
+    recs = sweep("b_nstar", cfgs, run_draws_one, out, jobs)
+    print(nstar_table(recs, "d", V=V0) + "\n" + nstar_table(recs, "V", d=d0))
     return recs
-
-
-def nstar_sweep(records, key):
-    """The records of one N* sweep (key "d" or "V"), sorted along it.  The V sweep also gets
-    the (V0, d0) point, which is stored with the d sweep."""
-    rs = [r for r in records if r["config"]["sweep_over"] == key]
-    if key == "V" and rs:
-        d0 = rs[0]["config"]["d"]
-        rs += [r for r in records if r["config"]["sweep_over"] == "d" and r["config"]["d"] == d0
-               and all(r["config"]["V"] != o["config"]["V"] for o in rs)]
-    return sorted(rs, key=lambda r: r["config"][key])
-
-
-def nstar_band(record):
-    """The N range over which the bisection's mean accuracy +- 1 sd over tasks crosses tau
-    (interpolated between the N tried): where a single task's N* typically falls."""
-    (Ns, acc), sd = zip(*record["result"]["tried"]), [s for _, s in record["result"]["tried_sd"]]
-    tau, acc = record["config"]["tau"], np.array(acc)
-    lo, hi = (crossing(list(Ns), list(acc + k * np.array(sd)), tau) for k in (1, -1))
-    return (np.nan if lo is None else lo), (np.nan if hi is None else hi)
-
-
-def nstar_table(records):
-    """Markdown table of measured (bisection) and predicted N*, their ratio, and the fitted
-    log-log slopes of both along each sweep."""
-    lines = ["| sweep | V | d | L | measured N* | predicted N* | measured / predicted |",
-             "|---|---|---|---|---|---|---|"]
-    slopes = {}
-    for key in ("d", "V"):
-        xs, meas, pred = [], [], []
-        for r in nstar_sweep(records, key):
-            c = r["config"]
-            p = theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
-            m = r["result"]["nstar"]
-            xs.append(c[key])
-            meas.append(np.nan if m is None else m)
-            pred.append(p)
-            ratio = f"{m / p:.2f}" if m is not None and math.isfinite(p) else "-"
-            lines.append(f"| {key} | {c['V']} | {c['d']} | {c['L']} | {m} | {p:.0f} | {ratio} |")
-        slopes[key] = (theory.loglog_slope(xs, meas), theory.loglog_slope(xs, pred))
-    for key, (sm, sp) in slopes.items():
-        lines.append(f"\nN* ~ {key}^a: fitted a = {sm:+.2f} (measured), {sp:+.2f} (predicted)")
-    return "\n".join(lines)
 
 
 # Figure 3: random versus orthogonal embeddings.
@@ -1192,22 +1146,22 @@ def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     cfgs = [_draws_cfg(V, V + 2, L, Ns, seed, DRAWS[scale], q=q, kind="onehot")]
     cfgs += [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale], q=q) for d in (V // 4, V // 2, V + 2)]
     recs = sweep("b_embed", cfgs, run_draws_one, out, jobs)
-    one = next(r for r in recs if r["config"]["kind"] == "onehot")       # one-hot minus random
+    one = next(r for r in recs if r["config"]["kind"] == "onehot")       # random minus one-hot
     print(paired_table(one, [r for r in recs if r is not one], "random d={d}"))
     return recs
 
 
 def paired_table(base, records, name):
-    """Per record and N: accuracy mean +- sd over draws and the paired difference base - record
-    (mean +- sd over draws, standard error); the records share their draws (run_draws_one)."""
+    """Per record and N: attention, accuracy mean +- sd over draws and the paired difference
+    record - base (mean +- sd over draws, standard error); the records share their draws."""
     lines = ["| setting | N | attention | accuracy | paired difference | its standard error |",
              "|---|---|---|---|---|---|"]
     b = np.array(base["result"]["accuracy"])
     for r in records:
         acc = np.array(r["result"]["accuracy"])
         for j, N in enumerate(r["config"]["Ns"]):
-            x = b[:, j] - acc[:, j]
-            lines.append(f"| {name.format(**r['config'])} | {N} | "
+            x = acc[:, j] - b[:, j]
+            lines.append(f"| {name.format(**{'m': '-', **r['config']})} | {N} | "
                          f"{np.mean(np.array(r['result']['attention'])[:, j]):.3f} | "
                          f"{acc[:, j].mean():.3f} ± {acc[:, j].std(ddof=1):.3f} | {x.mean():+.3f} ± "
                          f"{x.std(ddof=1):.3f} | {x.std(ddof=1) / np.sqrt(len(x)):.3f} |")
@@ -1217,98 +1171,24 @@ def paired_table(base, records, name):
 # Figure 4: attention-only versus attention + fixed random MLP of width m, at small d.
 
 @experiment("b_mlp", "paper B, experiment 4: attention only vs + fixed MLP, plain and centred, at small d",
-            [("--draws", "positive_int", 20, "independent draws per point"),
-             ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
-def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, q=10.0):
+            [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
+def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
+    """Per d: attention only, + fixed random ReLU MLP of width m, + the same MLP centred, on the
+    same draws (embeddings, samples, test set); paired differences to attention only."""
     V, L, N, ds, ms = {"tiny": (16, 4, 200, [8], [8, 32]),
                        "small": (256, 4, 8000, [12, 16, 24], [32, 128, 512]),
                        "full": (256, 8, 32000, [12, 16, 24, 32], [16, 64, 256, 1024, 4096])}[scale]
     arms = [(None, False)] + [(m, centred) for m in ms for centred in (False, True)]
-    cfgs = [dict(V=V, L=L, q=q, Ns=[N], n_test=1000, methods=["three_step"], d=d, m=m,
-                 centred=centred, seed=seed + s)
-            for d in ds for m, centred in arms for s in range(2 if scale == "tiny" else draws)]
-    recs = sweep("b_mlp", cfgs, run_learners_one, out, jobs)
-    print(mlp_table(recs))
+    cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=q, m=m, n_test=1000, centred=centred)
+            for d in ds for m, centred in arms]
+    recs = sweep("b_mlp", cfgs, run_draws_one, out, jobs)
+    for d in ds:
+        rs = sorted((r for r in recs if r["config"]["d"] == d),
+                    key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
+        print(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}"))   # rs[0]: no MLP
+        print(f"predicted (no centred variant): attention only {theory.retrieval_accuracy(V, N, d, L, q):.3f}, "
+              + ", ".join(f"+ MLP m={m} {theory.retrieval_accuracy(V, N, d, L, q, m):.3f}" for m in ms) + "\n")
     return recs
-
-
-def mlp_table(records):
-    """Per d and m: accuracy (mean ± sd over draws) of each arm, the paired differences to
-    attention only (mean ± standard error) and the formula's prediction (no centred variant)."""
-    c = records[0]["config"]
-    acc = lambda **match: accuracies(records, "three_step", **match)[1][:, 0]      # (draws,)
-    f = lambda a: f"{a.mean():.3f} ± {a.std(ddof=1):.3f}"
-    lines = ["| d | m | m d / V | attention only | + MLP | MLP - att. | + centred MLP | "
-             "centred - att. | predicted att. / MLP |", "|" + "---|" * 9]
-    for d in sorted({r["config"]["d"] for r in records}):
-        att = acc(d=d, m=None)
-        for m in sorted({r["config"]["m"] for r in records if r["config"]["m"]}):
-            row = [d, m, f"{m * d / c['V']:g}", f(att)]
-            for centred in (False, True):
-                arm = acc(d=d, m=m, centred=centred)
-                diff = arm - att                                  # paired: same seeds, same order
-                row += [f(arm), f"{diff.mean():+.3f} ± {diff.std(ddof=1) / math.sqrt(len(diff)):.3f}"]
-            pred = [theory.retrieval_accuracy(c["V"], c["Ns"][0], d, c["L"], c["q"], mm) for mm in (None, m)]
-            lines.append("| " + " | ".join(map(str, row)) + f" | {pred[0]:.3f} / {pred[1]:.3f} |")
-    return "\n".join(lines)
-
-
-# Figure 5: three steps versus long training, N* read off accuracy-versus-N curves.
-
-@experiment("b_long", "paper B, experiment 5: three steps versus long (Adam) training, accuracy and N*",
-            [("--steps", "positive_int", 150, "full-batch Adam steps"),
-             ("--lr", "positive_float", 0.02, "Adam learning rate")])
-def run_b_long(out=RESULTS, scale="small", jobs=1, seed=0, steps=150, lr=0.02):
-    V, L = {"tiny": (16, 4), "small": (64, 8), "full": (128, 16)}[scale]
-    ds = {"tiny": [8, 16], "small": [32, 64, 128], "full": [32, 64, 128, 256]}[scale]
-    Ns = _geom(V // 4, 128 * V, {"tiny": 3, "small": 8, "full": 13}[scale])
-    if scale == "tiny":
-        steps = min(steps, 10)
-    cfgs = [_draws_cfg(V, d, L, Ns, seed, DRAWS[scale]) for d in ds]
-    # Adam reaches the coverage bound by N = 8 V, 7-70x before three steps: 5 draws resolve that.
-    cfgs += [_draws_cfg(V, d, L, [N for N in Ns if N <= 8 * V], seed, min(5, DRAWS[scale]),
-                        method="adam", steps=steps, lr=lr) for d in ds]
-    recs = sweep("b_long", cfgs, run_draws_one, out, jobs)
-    print(long_table(recs))
-    return recs
-
-
-def crossing(xs, ys, tau):
-    """First x where y reaches tau, interpolated in log x; None if never."""
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if y0 < tau <= y1:
-            t = (tau - y0) / (y1 - y0)
-            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
-    return float(xs[0]) if len(ys) and ys[0] >= tau else None
-
-
-def long_curve(records, d, method):
-    """Accuracy versus N of one learner ("three_step" or "adam") at one d: (Ns, mean, sd over
-    draws); empty lists if that learner was not run at d."""
-    rs = [r for r in records if r["config"]["d"] == d and r["config"]["method"] == method]
-    if not rs:
-        return [], [], []
-    acc = np.array(rs[0]["result"]["accuracy"])                   # (draws, len(Ns))
-    return rs[0]["config"]["Ns"], acc.mean(0).tolist(), acc.std(0, ddof=1).tolist()
-
-
-def long_table(records, taus=(0.3, 0.5)):
-    """N* (accuracy >= tau, interpolated on the N grid) for three steps and for Adam, per d."""
-    lines = ["| d | tau | N* three steps | N* predicted (three steps) | N* Adam | coverage bound N |",
-             "|---|---|---|---|---|---|"]
-    for d in sorted({r["config"]["d"] for r in records}):
-        for tau in taus:
-            row = {}
-            for method in ("three_step", "adam"):
-                Ns, accs, _ = long_curve(records, d, method)
-                ns = crossing(Ns, accs, tau) if Ns else None
-                row[method] = "-" if ns is None else f"{ns:.0f}"
-            c = records[0]["config"]
-            pred = theory.critical_N(c["V"], d, c["L"], c["q"], tau)
-            cov = math.log(1 - tau) / math.log(1 - 1 / c["V"]) - 1     # coverage_bound = tau
-            lines.append(f"| {d} | {tau} | {row['three_step']} | {pred:.0f} | {row['adam']} | "
-                         f"{cov:.0f} |")
-    return "\n".join(lines)
 
 
 # Figure 6: where L enters.
@@ -1324,108 +1204,21 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=qq, Lmax=max(Ls)) for qq in (q, 2 * q)
             for L in Ls]
     recs = sweep("b_length", cfgs, run_draws_one, out, jobs)
-    for qq in (q, 2 * q):                                  # shortest L minus each L, per q
+    for qq in (q, 2 * q):                                  # each L minus the shortest, per q
         rs = sorted([r for r in recs if r["config"]["q"] == qq], key=lambda r: r["config"]["L"])
         print(paired_table(rs[0], rs, "q={q:g}, L={L}"))
     return recs
 
 
-# N, d and L together, and the gradient-information learner.  One run: one draw, several learners.
-
-def crn_sample(task, n, seed, stream):
-    """n sequences whose informative tokens, positions (as a fraction of L) and labels depend
-    only on (seed, stream), not on L, d or m; the first N of them are the training set of size N."""
-    V, L, r = task["V"], task["L"], np.random.default_rng([seed, stream])
-    x, pos = r.integers(0, V, n), (r.random(n) * L).astype(int)
-    tokens = np.random.default_rng([seed, stream, L]).integers(0, V, (n, L))   # distractors
-    tokens[np.arange(n), pos] = x
-    return tokens, pos, task["perm"][x]
-
-
-def gradient_statistic(fixed, tokens, labels):
-    """grad_WV of the mean loss at WV = WKQ = 0 (where grad_WKQ = 0), in closed form: attention
-    is uniform and the softmax 1/V, so with C[x, y] = #(token x in a sequence labelled y),
-        grad_WV = -(1/(N L)) E~^T C U_c,   E~ = E + 1 z_trig^T / L,  U_c = U - u_bar."""
-    E, U = fixed["E"], fixed["U"]
-    (N, L), V = tokens.shape, len(E)
-    C = np.bincount((tokens * V + labels[:, None]).ravel(), minlength=V * V).reshape(V, V)
-    return -((E + fixed["z_trig"] / L).T @ C @ (U - U.mean(0))) / (N * L)
-
-
-def gradinfo_decoder(fixed, G, L):
-    """[ours] Each token's label (V,) from G alone: argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+
-    the minimum-norm solution of E~^T C U_c = -N L G.  For d > V it reads C itself."""
-    E, U = fixed["E"], fixed["U"]
-    C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
-    return C_hat.argmax(1)
-
-
-def run_learners_one(cfg):
-    """Test accuracy of each learner in cfg["methods"] at each N in cfg["Ns"], on one draw.  With m,
-    a fixed MLP (columns nested across m); centred: minus mean_x relu((e_x + z_trig) W_mlp)."""
-    V, d, L, seed = cfg["V"], cfg["d"], cfg["L"], cfg["seed"]
-    task = rc.make_retrieval(V, d, L, np.random.default_rng([seed, d]))
-    fixed = rc.retrieval_fixed(task)
-    if cfg.get("m"):
-        W = fixed["W_mlp"] = np.random.default_rng([seed, d, 1]).standard_normal((cfg["m"], d)).T / math.sqrt(d)
-        if cfg["centred"]:
-            fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ W, 0).mean(0)
-    tokens, pos, labels = crn_sample(task, max(cfg["Ns"]), seed, 1)
-    test = crn_sample(task, cfg["n_test"], seed, 2)
-    x_test = test[0][np.arange(cfg["n_test"]), test[1]]                 # informative tokens
-    out = {method: [] for method in cfg["methods"]}
-    for N, method in ((N, method) for N in cfg["Ns"] for method in cfg["methods"]):
-        tr = tokens[:N], pos[:N], labels[:N]
-        if method == "gradinfo":
-            pred = gradinfo_decoder(fixed, gradient_statistic(fixed, tr[0], tr[2]), L)[x_test]
-        else:
-            params = (three_step(fixed, *tr, 1e-3, query_norm=cfg["q"]) if method == "three_step"
-                      else retrieval_adam(fixed, *tr, cfg["steps"], cfg["lr"]))
-            pred = rc.retrieval_forward(params, fixed, test[:2])[0].argmax(1)
-        out[method].append(float(np.mean(pred == test[2])))
-    return out
-
-
-def accuracies(records, method, **match):
-    """Ns, and one learner's accuracies (draws, Ns) in seed order, over the records matching."""
-    rs = sorted((r for r in records if method in r["result"]
-                 and all(r["config"][k] == v for k, v in match.items())), key=lambda r: r["config"]["seed"])
-    return np.array(rs[0]["config"]["Ns"]), np.array([r["result"][method] for r in rs])
-
-
-def nstar_points(records, method, over, **match):
-    """Arrays x, N*, band low, band high and theory.critical_N of one learner against `over`
-    at fixed `match`: where the mean, mean + sd and mean - sd over draws reach tau (nan: never)."""
-    c0, rows = records[0]["config"], []
-    for x in sorted({r["config"][over] for r in records if method in r["result"]
-                     and all(r["config"][k] == v for k, v in match.items())}):
-        Ns, A = accuracies(records, method, **match, **{over: x})
-        mean, sd = A.mean(0), A.std(0, ddof=1)
-        a = dict(c0, **match, **{over: x})
-        rows.append([x] + [crossing(Ns, y, c0["tau"]) for y in (mean, mean + sd, mean - sd)]
-                    + [theory.critical_N(a["V"], a["d"], a["L"], a["q"], c0["tau"])])
-    return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
-            for col in zip(*rows)]
-
-
-def scaling_table(records, method, over, **match):
-    """nstar_points as a table, and the local exponents d log N* / d log x between neighbours."""
-    x, n, lo, hi, p = nstar_points(records, method, over, **match)
-    f = lambda v: "-" if np.isnan(v) else f"{v:.0f}"
-    ex = lambda y: " ".join(f"{v:+.2f}" for v in np.diff(np.log(y)) / np.diff(np.log(x)))
-    return "\n".join([f"\n{method}, " + ", ".join(f"{k} = {v}" for k, v in match.items()),
-                      f"| {over} | N* | band | predicted N* (three steps) |", "|---|---|---|---|"]
-                     + [f"| {a:g} | {f(b)} | {f(c)} to {f(e)} | {f(g)} |"
-                        for a, b, c, e, g in zip(x, n, lo, hi, p)]
-                     + [f"local exponents, measured: {ex(n)}; predicted: {ex(p)}"])
-
+# N, d and L together, and the gradient-information learner, on the same draws.
 
 def collapse_points(records):
     """Per (d, L, N) of three steps: theory.retrieval_snr, the accuracy's mean and sd over draws;
     and the rms distance of the means from the one-token curve theory.snr_accuracy."""
+    records = [r for r in records if r["config"]["method"] == "three_step"]
     c0, pts = records[0]["config"], []
     for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
-        Ns, A = accuracies(records, "three_step", d=d, L=L)
+        Ns, A = accuracies(records, method="three_step", d=d, L=L)
         pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), a, s, d, L, int(N))
                 for N, a, s in zip(Ns, A.mean(0), A.std(0, ddof=1))]
     rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
@@ -1440,25 +1233,25 @@ SCALING = {"tiny": (16, {16: 128}, [2, 4], 4, 16, [8]),  # V, {d: largest N}, Ls
 @experiment("b_scaling", "paper B: N* vs L and d, accuracy vs the formula's SNR, the gradient-information learner",
             [("--draws", "positive_int", 20, "independent draws per point")])
 def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
-    """Three steps and gradient information over nmax x Ls and `more` d at L0; Adam (as b_long) on
-    5 draws, its spread is small, at every d at L0 and at d0 for the shortest and second longest L."""
+    """Three steps and gradient information over nmax x Ls and `more` d at L0, on N = 16, 32, ...;
+    Adam (150 full-batch steps, lr 0.02, N <= 4V, 5 draws: its spread is small) at every d at L0
+    and at d0 for the shortest and second longest L."""
     V, nmax, Ls, L0, d0, more = SCALING[scale]
     draws, steps = (2, 20) if scale == "tiny" else (draws, 150)
-    grid = [(d, L, draws, ["three_step", "gradinfo"], nmax.get(d, 4096))
-            for d, L in [(d, L) for d in nmax for L in Ls] + [(d, L0) for d in more]]
-    grid += [(d, L, min(draws, 5), ["adam"], 4 * V) for d, L in [(d, L0) for d in list(nmax) + more]
+    Ns = lambda top: [16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top]
+    grid = [(d, L, draws, m, nmax.get(d, 4096)) for d, L in [(d, L) for d in nmax for L in Ls]
+            + [(d, L0) for d in more] for m in ("three_step", "gradinfo")]
+    grid += [(d, L, min(draws, 5), "adam", 4 * V) for d, L in [(d, L0) for d in list(nmax) + more]
              + [(d0, L) for L in sorted({Ls[0], Ls[-2]} - {L0})]]
-    cfgs = [dict(V=V, d=d, L=L, q=q, tau=tau, methods=methods, steps=steps, lr=0.02, n_test=1000,
-                 seed=seed + s, L0=L0, d0=d0, Ns=[16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top])
-            for d, L, n, methods, top in grid for s in range(n)]
-    recs = sweep("b_scaling", cfgs, run_learners_one, out, jobs)
+    cfgs = [_draws_cfg(V, d, L, Ns(top), seed, n, q=q, method=m, n_test=1000, tau=tau, L0=L0,
+                       d0=d0, steps=steps, lr=0.02) for d, L, n, m, top in grid]
+    recs = sweep("b_scaling", cfgs, run_draws_one, out, jobs)
     pts, rms = collapse_points(recs)
-    print("".join(scaling_table(recs, "three_step", "L", d=d) for d in nmax)
+    print("".join(nstar_table(recs, "L", d=d) for d in nmax)
           + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance {rms:.3f} over "
           f"{len(pts)} (N, d, L) points; mean sd of one run {np.mean([p[2] for p in pts]):.3f}"
-          + "".join(scaling_table(recs, m, "d", L=L0) + scaling_table(recs, m, "L", d=d0)
-                    for m in ("gradinfo", "three_step", "adam"))
-          + f"\ncoverage bound: N* = {math.log(1 - tau) / math.log(1 - 1 / V) - 1:.0f}")
+          + nstar_table(recs, "d", LEARNERS, L=L0) + nstar_table(recs, "L", LEARNERS, d=d0)
+          + f"\ncoverage bound (any learner): N* = {math.log(1 - tau) / math.log(1 - 1 / V) - 1:.0f}")
     return recs
 
 
