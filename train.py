@@ -795,7 +795,7 @@ FITS["tradeoff"] = tradeoff_fits
 
 # ----------------------------------------------------------------------------- paper B, token retrieval
 
-# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in the README
+# Paper B (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).  Our concrete model is in REPRODUCE.md
 # ("Paper B model") and recall.retrieval_forward.  All losses and gradients are full-batch means
 # over the N samples, computed in chunks of samples so that the (N, V) logits are never formed.
 
