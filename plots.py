@@ -81,14 +81,6 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
 
 # ----------------------------------------------------------------------------- paper A, capacity figures
 
-def _group(records, *keys):
-    """Group records by config keys -> {tuple: [record, ...]}."""
-    out = {}
-    for r in records:
-        out.setdefault(tuple(r["config"].get(k) for k in keys), []).append(r)
-    return out
-
-
 def _band(ax, records, x_of, key, color, label, style="o-", ms=None):
     """result[key] against x_of(record): mean over seeds with a min-max band; returns the
     plotted (x, mean) for the tests.  ms: open markers of that size, so a curve drawn over

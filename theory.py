@@ -403,20 +403,6 @@ def critical_d(V, N, L, q, tau, m=None, z2=1.0):
     return _bisect_log(lambda d: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, 2, 1e6)
 
 
-def max_V(N, d, L, q, tau, m=None, z2=1.0):
-    """[ours] V* : the largest vocabulary whose predicted accuracy at N samples reaches tau."""
-    ok = lambda V: retrieval_accuracy(int(round(V)), N, d, L, q, m, z2) >= tau
-    lo, hi = 2.0, float(N)   # V < 2 is no task
-    if not ok(lo):
-        return 0.0
-    if ok(hi):
-        return hi
-    while hi / lo > 1.01:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
-
-
 def loglog_slope(x, y):
     """Least-squares slope of log y against log x (finite points only)."""
     x, y = np.asarray(x, float), np.asarray(y, float)

@@ -1049,7 +1049,7 @@ def agreement_table(records):
 
 # Figure 1: phase diagram over (N, d) at three L, fixed query norm q.
 
-@experiment("b_phase", "paper B, experiment 1: accuracy over (N, d) at three L, with the predicted contour",
+@experiment("b_phase", "paper B: accuracy over (N, d) at three L, with the predicted contour",
             [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
 def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     V, Ls, ds, Ns = {"tiny": (16, [2, 4, 8], [8, 16], [100, 200]),
@@ -1117,7 +1117,7 @@ def nstar_table(records, over, methods=("three_step",), **match):
     return "\n".join(lines)
 
 
-@experiment("b_nstar", "paper B, experiment 2: critical N* versus d and versus V (mean curves over draws)",
+@experiment("b_nstar", "paper B: critical N* versus d and versus V (mean curves over draws)",
             [("--tau", "positive_float", 0.5, "target accuracy"),
              ("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
@@ -1138,7 +1138,7 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
 
 # Figure 3: random versus orthogonal embeddings.
 
-@experiment("b_embed", "paper B, experiment 3: one-hot (d = V + 2) versus random embeddings (d < V)",
+@experiment("b_embed", "paper B: one-hot (d = V + 2) versus random embeddings (d < V)",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
@@ -1170,7 +1170,7 @@ def paired_table(base, records, name):
 
 # Figure 4: attention-only versus attention + fixed random MLP of width m, at small d.
 
-@experiment("b_mlp", "paper B, experiment 4: attention only vs + fixed MLP, plain and centred, at small d",
+@experiment("b_mlp", "paper B: attention only vs + fixed MLP, plain and centred, at small d",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     """Per d: attention only, + fixed random ReLU MLP of width m, + the same MLP centred, on the
@@ -1193,7 +1193,7 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
 
 # Figure 6: where L enters.
 
-@experiment("b_length", "paper B, experiment 6: accuracy and attention on the informative token vs L",
+@experiment("b_length", "paper B: accuracy and attention on the informative token vs L",
             [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
 def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     """Every L shares the draw's embeddings, permutation, informative tokens, their relative
