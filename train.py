@@ -1047,7 +1047,7 @@ def agreement_table(records):
     return "\n".join(lines)
 
 
-# Figure 1: phase diagram over (N, d) at three L, fixed query norm q.
+# b_phase: phase diagram over (N, d) at three L, fixed query norm q.
 
 @experiment("b_phase", "paper B: accuracy over (N, d) at three L, with the predicted contour",
             [("--q", "positive_float", 5.0, "query norm |WKQ z_eos| (attention sharpness)")])
@@ -1059,7 +1059,7 @@ def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     return sweep("b_phase", cfgs, run_draws_one, out, jobs)
 
 
-# Figure 2: N* versus d and versus V, read off accuracy-versus-N curves.
+# b_nstar: N* versus d and versus V, read off accuracy-versus-N curves.
 
 def crossing(xs, ys, tau):
     """First x where y reaches tau, interpolated in log x; None if never."""
@@ -1136,7 +1136,7 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
     return recs
 
 
-# Figure 3: random versus orthogonal embeddings.
+# b_embed: random versus orthogonal embeddings.
 
 @experiment("b_embed", "paper B: one-hot (d = V + 2) versus random embeddings (d < V)",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
@@ -1168,7 +1168,7 @@ def paired_table(base, records, name):
     return "\n".join(lines)
 
 
-# Figure 4: attention-only versus attention + fixed random MLP of width m, at small d.
+# b_mlp: attention-only versus attention + fixed random MLP of width m, at small d.
 
 @experiment("b_mlp", "paper B: attention only vs + fixed MLP, plain and centred, at small d",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
@@ -1191,7 +1191,7 @@ def run_b_mlp(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     return recs
 
 
-# Figure 6: where L enters.
+# b_length: where L enters.
 
 @experiment("b_length", "paper B: accuracy and attention on the informative token vs L",
             [("--q", "positive_float", 5.0, "query norm (attention sharpness)")])
