@@ -33,7 +33,8 @@ def _save(fig, path):
     if s:
         over = "".join(f", --set {k}={v}" for k, v in s["set"].items())
         fig.text(0.01, 1.0, f"{s['experiment']}: scale {s['scale']}, {'/'.join(s['dtypes'])}, "
-                 f"{s['seeds']} seed{'s' * (s['seeds'] != 1)}, {s['n']} run{'s' * (s['n'] != 1)}{over}",
+                 f"{s['seeds']} seed{'s' * (s['seeds'] != 1)}, {s['n']} run{'s' * (s['n'] != 1)}"
+                 + (f" of up to {s['draws']} draws" if s.get("draws", 1) > 1 else "") + over,
                  fontsize=8, color="0.35", va="bottom")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")

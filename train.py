@@ -146,7 +146,8 @@ def load_records(out, experiment, scale=None):
     paths = [os.path.join(folder, key + ".json") for key in manifest["keys"]]
     recs = [read_json(p) for p in paths if os.path.exists(p)]
     SELECT["drawn"] = dict(manifest, n=len(recs), seeds=len({r["config"].get("seed") for r in recs}),
-                           dtypes=sorted({r["config"].get("dtype", "float64") for r in recs}))
+                           dtypes=sorted({r["config"].get("dtype", "float64") for r in recs}),
+                           draws=max(r["config"].get("draws", 1) for r in recs) if recs else 1)
     return recs
 
 
