@@ -108,4 +108,4 @@ demo: .venv/ready
 	  $(PLOT) $$e --scale tiny --out results/demo/$$e.png || exit 1; done
 
 clean:
-	rm -rf results homework .pytest_cache __pycache__
+	rm -rf results .pytest_cache __pycache__

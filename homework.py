@@ -64,6 +64,23 @@ EXERCISES = {
 }
 
 
+# Functions that hold an exercise's answer in another form: withheld from the student copy.
+WITHHELD = {"transformer_backward": "3 and 4", "three_step_limit": "6 and 7"}
+
+
+def withhold(src):
+    """The module source with the bodies of WITHHELD functions replaced by a raise."""
+    lines = src.splitlines(keepends=True)
+    funcs = [f for f in ast.walk(ast.parse(src)) if isinstance(f, ast.FunctionDef) and f.name in WITHHELD]
+    for f in sorted(funcs, key=lambda f: -f.lineno):
+        body = f.body[1:] if ast.get_docstring(f) is not None else f.body
+        pad = re.match(r"\s*", lines[body[0].lineno - 1]).group()
+        lines[body[0].lineno - 1:f.end_lineno] = [
+            f'{pad}raise NotImplementedError("withheld from the student copy: it holds the answer '
+            f'to exercises {WITHHELD[f.name]}")\n']
+    return "".join(lines)
+
+
 def stub(src, found):
     """The module source with every marked solution replaced by a hint and a raise; the
     exercise numbers met are added to the set `found`."""
@@ -155,7 +172,8 @@ PYTHON ?= python3
 PY ?= .venv/bin/python
 .PHONY: check test
 check:
-\t@command -v $(PY) >/dev/null || { $(PYTHON) -m venv .venv && \\
+\t@command -v $(PY) >/dev/null || { echo "creating .venv (numpy, matplotlib, pytest)..." && \\
+\t  $(PYTHON) -m venv .venv && \\
 \t  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt; }
 \t$(PY) homework.py check $(EX)
 test:
@@ -167,6 +185,14 @@ def sheet(lines):
     """EXERCISES.md: the exercise sheet, with the lines the checker printed for the reference."""
     grads = [str(n) for n, e in EXERCISES.items() if e[4][0].startswith(GRAD)]
     out = ["# Exercises", "",
+           "The code implements two papers: (A) E. Nichani, J. D. Lee, A. Bietti, *Understanding "
+           "Factual Recall in Transformers via Associative Memories*, ICLR 2025, arXiv:2412.06538; "
+           "(B) N. M. Vural, A. Bietti, M. Soltanolkotabi, D. Wu, *Learning to Recall with "
+           "Transformers Beyond Orthogonal Embeddings*, ICLR 2026, arXiv:2603.15923.  A backward "
+           "pass returns a dict with exactly the keys of params, each gradient of its parameter's "
+           "shape (e.g. {\"W\": dW}).  The first `make check` creates .venv here and installs "
+           "requirements.txt (about half a minute); `make check PY=python3` uses a Python that "
+           "already has numpy, matplotlib and pytest.", "",
            "Each exercise is the code of one function in recall.py, train.py or theory.py, from "
            "the line marked `# exercise N` to the end of the function (the mark on the `def` line: "
            "the whole body after the docstring).  In this copy it raises NotImplementedError; "
@@ -199,7 +225,7 @@ def make(out):
     found, files = set(), {"Makefile": MAKEFILE, "EXERCISES.md": sheet(lines)}
     for name in COPIED:
         with open(os.path.join(HERE, name)) as f:
-            files[name] = stub(f.read(), found) if name in MODULES else f.read()
+            files[name] = withhold(stub(f.read(), found)) if name in MODULES else f.read()
     if found != set(EXERCISES):
         die(f"no '# exercise N' mark for exercise(s) {sorted(set(EXERCISES) - found)}")
     os.makedirs(out, exist_ok=True)

@@ -36,6 +36,8 @@ def _save(fig, path):
                  f"{s['seeds']} seed{'s' * (s['seeds'] != 1)}, {s['n']} run{'s' * (s['n'] != 1)}"
                  + (f" of up to {s['draws']} draws" if s.get("draws", 1) > 1 else "") + over,
                  fontsize=8, color="0.35", va="bottom")
+    if s and s["scale"] != "small" and os.path.dirname(path) == "figures":   # keep the tracked
+        path = os.path.join("figures", s["scale"], os.path.basename(path))   # small-scale figures
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

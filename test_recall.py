@@ -56,6 +56,7 @@ def check_grads(forward, backward, params, fixed, inputs, rng, tol=1e-6):
     logits, cache = forward(params, fixed, inputs)
     G = rng.standard_normal(logits.shape)          # random, non-uniform upstream gradient
     grads = backward(G, cache)
+    assert isinstance(grads, dict), f"backward must return a dict name -> gradient, got {type(grads).__name__}"
     assert set(grads) == set(params), f"gradient keys {sorted(grads)}, params {sorted(params)}"
     num = numerical_grads(forward, params, fixed, inputs, G)
     for k in params:

@@ -1139,7 +1139,7 @@ def run_b_nstar(out=RESULTS, scale="small", jobs=1, seed=0, tau=0.5, q=10.0):
 
 # b_embed: random versus orthogonal embeddings.
 
-@experiment("b_embed", "paper B: one-hot (d = V + 2) versus random embeddings (d < V)",
+@experiment("b_embed", "paper B: one-hot (d = V + 2) versus random embeddings (d = V/4, V/2, V + 2)",
             [("--q", "positive_float", 10.0, "query norm (attention sharpness)")])
 def run_b_embed(out=RESULTS, scale="small", jobs=1, seed=0, q=10.0):
     V, L = {"tiny": (8, 4), "small": (64, 8), "full": (256, 16)}[scale]
@@ -1364,7 +1364,7 @@ def main(argv=None):
                          ", rerun to continue\n")
         sys.exit(130)
     if not listing:
-        print(f"{name}: {len(records)} records in {args['out']}/{name}/ ({time.time() - t0:.1f}s); "
+        print(f"{name}: {len(records)} record{'s' * (len(records) != 1)} in {args['out']}/{name}/ ({time.time() - t0:.1f}s); "
               f"draw them: python plots.py {name} --scale {args['scale']} --results {args['out']}")
 
 
