@@ -197,7 +197,7 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
                     (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(-6, 0), zorder=4,
                     textcoords="offset points", ha="right", va="center", bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(min(P) / 1.5, max(P) * 1.5, 20)
-    ax.plot(pp, [theory.facts_reference(v) for v in pp], "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
+    ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     D = recs[0]["config"]["D"]
     ax.plot(pp, [theory.facts_information_bound(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")

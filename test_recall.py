@@ -422,7 +422,6 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.bits_per_param(8, 4, 16) == pytest.approx(1.0)                   # 8 * 2 / 16
     assert theory.counting_bound_N(1024) == pytest.approx(256.0)                   # 256 log2 256 = 2048
     assert theory.counting_bound_N(60, M=8) == pytest.approx(40.0)                 # 2 * 60 / 3
-    assert theory.facts_reference(1000) == pytest.approx(150.0)
     assert theory.facts_information_bound(300, 8) == pytest.approx(200.0)
     assert theory.fit_constant([1, 2], [2, 8]) == pytest.approx(math.sqrt(8))     # geomean(2, 4)
     with pytest.raises(ValueError):

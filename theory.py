@@ -69,11 +69,6 @@ def counting_bound_N(params, M=None, bits=GARDNER_BITS):
     return bits * params / math.log2(M)
 
 
-def facts_reference(params):
-    """[paper A figure] The authors' line for the transformer: facts = 0.15 params."""
-    return C_AUTHORS_FACTS * params
-
-
 def facts_information_bound(params, D, bits=GARDNER_BITS):
     """[counting] Facts storable if each parameter holds `bits` bits: S R log2 D <= bits params."""
     return bits * params / math.log2(D)
