@@ -929,6 +929,8 @@ def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
     assert all(f"    exercise {n} {f}: passed\n" in sheet for n, f in names.items())
     stubs = "".join(open(os.path.join(copy, m)).read() for m in homework.MODULES)
     assert len(re.findall(r'raise NotImplementedError\("exercise \d+: ', stubs)) == len(names)
+    assert stubs.count("withheld from the student copy") == len(homework.WITHHELD)   # no answers
+    assert "(P > 0)" not in stubs.split("def transformer_backward")[1].split("\ndef ")[0]
     code, lines = _check(copy)
     assert code == 0 and lines == [f"exercise {n} {f}: not attempted" for n, f in names.items()]
     _paste(copy, "recall.py", "linear_memory_backward")
