@@ -1011,7 +1011,7 @@ def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0):
     return recs
 
 
-def agreement_rows(records, mc=8):
+def agreement_rows(records, mc=64):
     """Per grid point: measured mean and sd over the draws; theory.retrieval_accuracy(frozen=mc)
     at each draw's |z_trig|^2, pooled (sd^2 = mean within-z2 variance ["sd_b"^2] + variance of the
     means over the draws' z2); and the fresh-noise formula's mean."""
