@@ -386,9 +386,9 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
     ax.set_xscale("log")
     ax.set_xlabel("samples $N$")
     ax.set_ylabel("test accuracy")
-    ax.set_title(f"V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean ± sd of {c['draws']} draws; "
-                 "dotted: predicted", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean ± sd "
+                 f"of {c['draws']} draws; dotted: predicted", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return _save(fig, path)
 
 
