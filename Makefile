@@ -101,7 +101,7 @@ BENCH_PY ?= $(PY)
 bench: .venv/ready
 	$(BENCH_PY) bench.py
 
-# fig5, linear and b_embed at tiny scale in one process, figures in results/demo/.
+# fig5, linear and b_embed at tiny scale (one command), figures in results/demo/.
 DEMO = fig5 linear b_embed
 demo: .venv/ready
 	for e in $(DEMO); do $(RUN) $$e --scale tiny --jobs 1 && \

@@ -817,8 +817,7 @@ def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
 
 
 def _zero_params(fixed):
-    d = fixed["E"].shape[1]
-    vdim = d if "W_mlp" not in fixed else fixed["W_mlp"].shape[1]
+    d, vdim = fixed["E"].shape[1], fixed.get("W_mlp", fixed["E"]).shape[1]   # vdim: m, or d
     return {"WKQ": np.zeros((d, d)), "WV": np.zeros((vdim, d))}
 
 
@@ -832,7 +831,7 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
 
     Instead of gamma one may give query_norm = q: gamma is then chosen so that the learned query
     w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma); as eta -> 0 only q matters (see
-    three_step_limit).  If info is a dict, the gamma used and gamma * eta are written into it."""
+    three_step_limit).  If info is a dict, the gamma used is written into it."""
     if (gamma is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma and query_norm")
     p0 = _zero_params(fixed)  # exercise 7
@@ -842,7 +841,7 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, inf
     if gamma is None:
         gamma = query_norm / np.linalg.norm(g1["WKQ"] @ fixed["z_eos"])
     if info is not None:
-        info["gamma"], info["gamma_eta"] = float(gamma), float(gamma * eta)
+        info["gamma"] = float(gamma)
     WKQ1 = -gamma * g1["WKQ"]
     _, g2 = retrieval_grad({"WKQ": WKQ1, "WV": WV1}, fixed, tokens, pos, labels, chunk)
     return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
@@ -945,7 +944,7 @@ def run_draws_one(cfg):
         task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
                                  kind=cfg.get("kind", "gaussian"))
         fixed, rng = rc.retrieval_fixed(task), np.random.default_rng([cfg["seed"], k, 1])
-        if cfg.get("centred"):
+        if cfg.get("centred") and cfg.get("m"):
             fixed["mlp_centre"] = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0).mean(0)
         task["perm"] = rng.permutation(cfg["V"])
         train_set, test = (crn_sequences(task, n, cfg["L"], cfg.get("Lmax", cfg["L"]), rng)
@@ -1064,11 +1063,12 @@ def run_b_phase(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
 
 def crossing(xs, ys, tau):
     """First x where y reaches tau, interpolated in log x; None if never."""
+    if len(ys) and ys[0] >= tau:                    # already there at the first x: an upper bound
+        return float(xs[0])
     for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
         if y0 < tau <= y1:
             t = (tau - y0) / (y1 - y0)
             return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
-    return float(xs[0]) if len(ys) and ys[0] >= tau else None
 
 
 def nstar_points(records, over, **match):
@@ -1084,7 +1084,7 @@ def nstar_points(records, over, **match):
         rows.append([c[over]] + [crossing(c["Ns"], y, c["tau"]) for y in (mean, mean + sd, mean - sd)]
                     + [theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])])
     return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
-            for col in zip(*rows)]
+            for col in zip(*rows)] if rows else [np.array([])] * 5        # e.g. --set d= moved it
 
 
 LEARNERS = {"three_step": "three steps", "gradinfo": "gradient information", "adam": "Adam"}
