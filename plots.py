@@ -74,8 +74,7 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
             ax.axvspan(a, b, alpha=0.1, color=color)
             ax.text((a + b) / 2, 0.78, label, ha="center", va="center", fontsize=9, color="0.25",
                     transform=ax.get_xaxis_transform())
-    ax.set_xlabel("SGD step")
-    ax.set_ylabel("test loss (nats)")
+    ax.set(xlabel="SGD step", ylabel="test loss (nats)")
     ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear "
                  f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}", fontsize=9)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
@@ -124,10 +123,7 @@ def plot_linear(results=RESULTS, path="figures/linear.png"):
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
             label=r"2 bits per parameter (Gardner): $N\log_2 N = 2d^2$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"parameters $d^2$")
-    ax.set_ylabel(r"capacity $N$ (associations)")
+    ax.set(xscale="log", yscale="log", xlabel=r"parameters $d^2$", ylabel=r"capacity $N$ (associations)")
     ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection", fontsize=9)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
@@ -160,10 +156,7 @@ def plot_mlp(results=RESULTS, path="figures/mlp.png"):
         f = fits.get(regime, {})
         ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit $c$ = {f.get('c', float('nan')):.2f}, "
                      f"{f.get('bits_per_param', float('nan')):.2f} bits/param", fontsize=9)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(r"$m \cdot d$")
-        ax.set_ylabel(r"capacity $N$ (99% recalled)")
+        ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$", ylabel=r"capacity $N$ (99% recalled)")
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     fig.tight_layout()
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
@@ -300,10 +293,8 @@ def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt="s" if mlp else "o", ms=4, lw=0.6,
                     color="C1" if mlp else "C0", label="attention + MLP" if mlp else "attention only")
-    ax.set_xlabel(f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)")
-    ax.set_ylabel("predicted accuracy (frozen label bias)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)", xlim=(0, 1), ylim=(0, 1),
+           ylabel="predicted accuracy (frozen label bias)")
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title("three-step model: theory vs simulation", fontsize=9)
     return _save(fig, path)
@@ -333,9 +324,7 @@ def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
             for band in (mean - sd, mean + sd):
                 ax.contour(Ns, ds, band, levels=list(taus), colors="w", linestyles=":",
                            linewidths=0.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("samples $N$")
+        ax.set(xscale="log", yscale="log", xlabel="samples $N$")
         ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$, {rs[0]['config']['draws']} draws", fontsize=9)
     np.atleast_1d(axes)[0].set_ylabel("embedding dimension $d$")
     fig.colorbar(im, ax=axes, label="mean test accuracy (white: measured contours, dotted ±1 sd)")
@@ -383,9 +372,7 @@ def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
     Nf = np.geomspace(N[0], N[-1], 30)
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
-    ax.set_xscale("log")
-    ax.set_xlabel("samples $N$")
-    ax.set_ylabel("test accuracy")
+    ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
     ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean ± sd "
                  f"of {c['draws']} draws; dotted: predicted", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -450,8 +437,7 @@ def plot_b_length(results=RESULTS, path="figures/b_length.png"):
               f"paired accuracy difference $L={L[0]}$ − $L$")
     for ax, lab in zip(axes, labels):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length $L$")
-        ax.set_ylabel(lab)
+        ax.set(xlabel="sequence length $L$", ylabel=lab)
         ax.legend(fontsize=7)
     fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
                  "(same embeddings and informative tokens at every L)", fontsize=9)

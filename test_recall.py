@@ -653,11 +653,10 @@ def test_three_step_matches_naive_steps(m):
     got = train.three_step(fixed, tokens, pos, labels, eta, gamma, chunk=4)   # chunks of 4 + 2
     assert_worst({"WKQ": rel_error(got["WKQ"], WKQ1), "WV": rel_error(got["WV"], WV2)}, 1e-5,
                  "relative error")
-    info = {}
     q = float(np.linalg.norm(WKQ1 @ fixed["z_eos"]))
-    again = train.three_step(fixed, tokens, pos, labels, eta, query_norm=q, info=info)
-    assert abs(info["gamma"] - gamma) < 1e-6 * gamma
-    assert_worst({"WV (query_norm given)": rel_error(again["WV"], WV2)}, 1e-5, "relative error")
+    again = train.three_step(fixed, tokens, pos, labels, eta, query_norm=q)    # the same gamma
+    assert_worst({"WKQ (query_norm given)": rel_error(again["WKQ"], WKQ1),
+                  "WV (query_norm given)": rel_error(again["WV"], WV2)}, 1e-5, "relative error")
 
 
 @pytest.mark.parametrize("m, centred", [(None, False), (3, False), (3, True)])
@@ -679,6 +678,11 @@ def test_three_step_limit_matches_three_step(m, centred):
     logits = rc.retrieval_forward(b, fixed, test[:2])[0]
     acc, att = train.learner_accuracy({"method": "three_step", "q": 4.0}, fixed, tr, test)
     assert acc == (logits.argmax(1) == test[2]).mean() and 0.25 < att <= 1
+    z = fixed["z_trig"]                                # the noiseless query of "clean_query"
+    c = train.three_step_limit(fixed, *tr, 4.0, query=4.0 * z / np.linalg.norm(z))
+    np.testing.assert_allclose(c["WKQ"] @ fixed["z_eos"], 4.0 * z / np.linalg.norm(z), atol=1e-12)
+    acc_c, _ = train.learner_accuracy({"method": "clean_query", "q": 4.0}, fixed, tr, test)
+    assert acc_c == (rc.retrieval_forward(c, fixed, test[:2])[0].argmax(1) == test[2]).mean()
 
 
 def test_crn_sequences_share_informative_tokens_across_L():
@@ -742,6 +746,13 @@ def test_attention_and_query_by_hand():
     assert theory.query_cosine(4, 2, 4, 2) == pytest.approx(1 / np.sqrt(1.25))
     assert theory.arccos_kernel(1.0) == pytest.approx(0.5)
     assert theory.arccos_kernel(0.0) == pytest.approx(1 / (2 * np.pi))
+    # uncorrelated: E relu(a)^2 Var relu(b) = 1/2 (1/2 - 1/(2 pi)); fully shared: nothing is fresh
+    assert theory._relu_fresh_var(0.0) == pytest.approx(0.5 * (0.5 - 1 / (2 * np.pi)), rel=1e-3)
+    assert theory._relu_fresh_var(1.0) == pytest.approx(0.0, abs=1e-12)
+    rng = np.random.default_rng(0)       # Monte Carlo at c = 1/2: Var(b | s) = E (b - b')^2 / 2
+    s, e, e1, e2 = rng.standard_normal((4, 1000000)) / np.sqrt(2)
+    a, b, b1 = (np.maximum(s + x, 0) for x in (e, e1, e2))
+    assert theory._relu_fresh_var(0.5) == pytest.approx(np.mean(a ** 2 * (b - b1) ** 2) / 2, rel=0.02)
     xs = np.array([-3.0, -0.5, 0.0, 1.0, 6.0])
     np.testing.assert_allclose(theory._erfc(xs), [math.erfc(x) for x in xs], rtol=2e-7)
 
@@ -801,12 +812,6 @@ def test_three_step_argmax_does_not_depend_on_eta_at_fixed_query_norm():
     assert (preds[0] == preds[1]).mean() > 0.99
     p = train.three_step(fixed, tokens, pos, labels, 1e-3, query_norm=0.5)    # q does matter
     assert (rc.retrieval_forward(p, fixed, test[:2])[0].argmax(1) == preds[0]).mean() < 0.9
-
-
-def test_critical_d_solves_the_formula():
-    acc = theory.retrieval_accuracy
-    dstar = theory.critical_d(128, 8000, 8, 10.0, 0.5)
-    assert acc(128, 8000, int(np.ceil(dstar * 1.02)), 8, 10.0) >= 0.5 > acc(128, 8000, int(dstar * 0.95), 8, 10.0)
 
 
 # ----------------------------------------------------------------------------- N d L, gradient information, centred MLP

@@ -244,7 +244,7 @@ def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
 
 
 def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, frozen=0,
-                       n_test=2000):
+                       n_test=2000, seed=0):
     """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
 
     For each answer token (Gauss-Hermite node x over its score): the correct logit is S + sigma S Z
@@ -261,7 +261,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     test row of a run; the rest, sigma_f^2 = sigma^2 - sigma_b^2, is fresh.  Given b,
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + sigma_o Z - sigma_b b_v) / sigma_f) ]
     (sigma_o^2 = sigma_f^2 + 4/d + v_c + the correct label's own crosstalk share of sigma_b^2),
-    averaged over k sampled runs b (`frozen_bias_draws`).  Returns (mean, sd) over runs, with
+    averaged over k sampled runs b (`frozen_bias_draws` with `seed`).  Returns (mean, sd) over runs, with
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)
     (at saturated attention all test rows of a token share their logits: V Bernoulli trials).
     """
@@ -277,7 +277,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     zs, wz = _normal_nodes(2 * n_nodes if not frozen else 16)
     n_comp = min(L - 1, V - 1)                               # distractors' labels
     yn, wn = _normal_nodes(8)
-    beta = frozen_bias_draws(V, A, d, q, L, z2, cos, frozen) if frozen else None
+    beta = frozen_bias_draws(V, A, d, q, L, z2, cos, frozen, seed) if frozen else None
     acc, typical = np.zeros(max(frozen, 1)), {}
     for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
         ft = Kt / z2                                         # (phi_t . z_trig) / z2
@@ -333,14 +333,17 @@ def arccos_kernel(c):
     return (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
 
 
-def _relu_product_var(c, n=48):
-    """Var[relu(a) relu(b)] for unit-variance Gaussians with correlation c (Gauss-Hermite)."""
+def _relu_fresh_var(c, n=32):
+    """E[relu(a)^2 Var(relu(b) | s)] for a = sqrt(c) s + sqrt(1-c) e, b = sqrt(c) s + sqrt(1-c) e'
+    (s, e, e' independent standard normals): the part of relu(a) relu(b) that is new for every
+    token b, once the part shared through s (the trigger) is removed.  Given s, relu(b) has
+    mean r1 = mu Phi(mu/sd) + sd phi(mu/sd) and second moment r2 = (mu^2 + sd^2) Phi + mu sd phi
+    (mu = sqrt(c) s, sd = sqrt(1-c)), and relu(a) the same r2; Gauss-Hermite over s."""
     x, w = _normal_nodes(n)
-    a = x[:, None]
-    b = c * x[:, None] + math.sqrt(max(1 - c * c, 0.0)) * x[None, :]
-    prod = np.maximum(a, 0) * np.maximum(b, 0)
-    W = w[:, None] * w[None, :]
-    return float((W * prod ** 2).sum() - (W * prod).sum() ** 2)
+    mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
+    cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
+    r1, r2 = mu * cdf + sd * pdf, (mu * mu + sd * sd) * cdf + mu * sd * pdf
+    return float(w @ (r2 * (r2 - r1 ** 2)))
 
 
 def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
@@ -361,13 +364,15 @@ def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
 
 def mlp_noise(V, N, d, m, p_t, nu2_t, z2=1.0):
     """[ours] "MLP noise": the finite width m makes relu(phi_t W).relu(phi_j W) fluctuate around
-    its mean by Var[relu(a) relu(b)] per feature; for a wrong label's own token plus the V tokens'
-    cross-talk (weights r_j.u_v ~ N(0, 1/d)) this gives, relative to the signal,
-        v1(c0) (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)   -- so m d must grow like V."""
+    its mean.  The part common to all tokens j (through the shared trigger z_trig . W) cancels
+    in the centred labels r = u - u_bar up to the count fluctuations already in the mean bias;
+    what is new for each wrong label's own token and the V tokens' cross-talk (weights
+    r_j.u_v ~ N(0, 1/d)) is `_relu_fresh_var` per feature, giving, relative to the signal,
+        v_fresh(c0) (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)   -- so m d must grow like V."""
     c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
     c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
     dk = arccos_kernel(c1) - arccos_kernel(c0)
-    return _relu_product_var(c0) * (1 + V / d) / (m * dk ** 2)
+    return _relu_fresh_var(c0) * (1 + V / d) / (m * dk ** 2)
 
 
 # Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
@@ -390,12 +395,6 @@ def critical_N(V, d, L, q, tau, m=None, z2=1.0):
     """[ours] N* : the smallest sample size whose predicted accuracy reaches tau (inf if none:
     the N-independent terms 3/d + 2V/d^2 alone can forbid it)."""
     return _bisect_log(lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, V, 1e9)
-
-
-def critical_d(V, N, L, q, tau, m=None, z2=1.0):
-    """[ours] d* : the smallest embedding dimension whose predicted accuracy reaches tau.
-    The query norm q is held fixed, so large d does not change the attention much."""
-    return _bisect_log(lambda d: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, 2, 1e6)
 
 
 def loglog_slope(x, y):
