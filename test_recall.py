@@ -308,6 +308,8 @@ def test_fig5_figure_renders(tmp_path):
     (lambda: rc.linear_memory_forward({"W": np.zeros((2, 3))},
                                       {"E": np.eye(4, 3), "U": np.eye(4, 3)}, np.array([0])), "W"),
     (lambda: train.bisect_capacity(lambda n: True, 0, 5), "lo"),
+    (lambda: train.crn_sequences({"V": 4, "perm": np.arange(4)}, 3, 4, 2, np.random.default_rng(0)),
+     "Lmax"),
 ])
 def test_bad_inputs_raise_value_error_with_message(call, word):
     with pytest.raises(ValueError, match=word):
@@ -320,7 +322,7 @@ def run_cli(*args, cwd=HERE):
 
 
 @pytest.mark.parametrize("args", [["nonsense"], ["fig5", "--steps", "-3"], ["fig5", "--bogus"],
-                                  ["fig5", "--jobs", "two"], []])
+                                  ["fig5", "--jobs", "two"], ["b_scaling", "--draws", "1"], []])
 def test_cli_bad_option_exits_2_with_one_line(args):
     r = run_cli(*args)
     assert r.returncode == 2, r

@@ -88,8 +88,7 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01):
     """Largest integer n in [lo, hi] with succeeds(n), assuming success is monotone in n.
 
     Bisection in log scale (geometric mean) until hi/lo <= ratio.  Returns lo if even lo
-    fails (the caller should record that), hi if hi succeeds.
-    """
+    fails (the caller should record that), hi if hi succeeds."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
@@ -100,10 +99,7 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01):
     while hi / lo > ratio and hi - lo > 1:
         mid = int(round(math.sqrt(lo * hi)))
         mid = min(max(mid, lo + 1), hi - 1)
-        if succeeds(mid):
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if succeeds(mid) else (lo, mid)
     return lo
 
 
@@ -888,6 +884,8 @@ def crn_sequences(task, N, L, Lmax, rng):
     state gives, at every L <= Lmax, the same informative tokens, labels, positions pos/L and
     leading distractors; the labels do not depend on d or m either (perm is drawn apart).  The
     first N' rows of a call are the training set of size N' (nested in N)."""
+    if Lmax < L:
+        raise ValueError(f"Lmax = {Lmax} is below L = {L}: the paired draws need Lmax >= L")
     x, u = rng.integers(0, task["V"], N), rng.random(N)
     tokens = rng.integers(0, task["V"], (N, Lmax))[:, :L].copy()
     pos = (u * L).astype(int)
@@ -1216,8 +1214,7 @@ def run_b_length(out=RESULTS, scale="small", jobs=1, seed=0, q=5.0):
     """Every L shares the draw's embeddings, permutation, informative tokens, their relative
     positions and leading distractors (crn_sequences), so differences across L are paired."""
     V, d, N = {"tiny": (16, 16, 200), "small": (128, 64, 6000), "full": (256, 128, 32000)}[scale]
-    Ls = {"tiny": [2, 8], "small": [2, 4, 8, 16, 32, 64, 128, 256],
-          "full": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}[scale]
+    Ls = {"tiny": [2, 8], "small": [2 ** k for k in range(1, 9)], "full": [2 ** k for k in range(1, 11)]}[scale]
     cfgs = [_draws_cfg(V, d, L, [N], seed, DRAWS[scale], q=qq, Lmax=max(Ls)) for qq in (q, 2 * q)
             for L in Ls]
     recs = sweep("b_length", cfgs, run_draws_one, out, jobs)
@@ -1248,13 +1245,14 @@ SCALING = {"tiny": (16, {16: 128}, [2, 4], 4, 16, [8]),  # V, {d: largest N}, Ls
 
 
 @experiment("b_scaling", "paper B: N* vs L and d, accuracy vs the formula's SNR, the gradient-information learner",
-            [("--draws", "positive_int", 20, "independent draws per point")])
-def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=20, tau=0.3, q=5.0):
+            [("--draws", "count", None, "independent draws per point, at least 2 (default: 2 at tiny scale, "
+              "else 20)")])
+def run_b_scaling(out=RESULTS, scale="small", jobs=1, seed=0, draws=None, tau=0.3, q=5.0):
     """Three steps and gradient information over nmax x Ls and `more` d at L0, on N = 16, 32, ...;
     Adam (150 full-batch steps, lr 0.02, N <= 4V, 5 draws: its spread is small) at every d at L0
     and at d0 for the shortest and second longest L."""
     V, nmax, Ls, L0, d0, more = SCALING[scale]
-    draws, steps = (2, 20) if scale == "tiny" else (draws, 150)
+    draws, steps = draws or (2 if scale == "tiny" else DRAWS[scale]), 20 if scale == "tiny" else 150
     Ns = lambda top: [16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top]
     grid = [(d, L, draws, m, nmax.get(d, 4096)) for d, L in [(d, L) for d in nmax for L in Ls]
             + [(d, L0) for d in more] for m in ("three_step", "gradinfo")]
@@ -1289,6 +1287,7 @@ def _checked(convert, ok, what):
 
 positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
 nonneg_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
+count = _checked(int, lambda v: v >= 2, "an integer >= 2 (a spread needs two draws)")
 positive_float = _checked(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
 
 
@@ -1310,7 +1309,7 @@ def parse_value(text, examples):
     return value
 
 
-_TYPES = {"positive_int": positive_int, "nonneg_int": nonneg_int,
+_TYPES = {"positive_int": positive_int, "nonneg_int": nonneg_int, "count": count,
           "positive_float": positive_float, "dtype": dtype_name}
 
 
@@ -1342,7 +1341,8 @@ def build_parser():
         p.add_argument("--only", type=nonneg_int, default=None, metavar="I",
                        help="run only configuration I (e.g. one per task of a job array)")
         for flag, typ, default, h in options:
-            p.add_argument(flag, type=_TYPES[typ], default=default, help=f"{h} (default: {default})")
+            p.add_argument(flag, type=_TYPES[typ], default=default,
+                           help=h if default is None else f"{h} (default: {default})")
     return parser
 
 
