@@ -198,10 +198,8 @@ def plot_facts(results=RESULTS, path="figures/facts.png"):
     if f:
         ax.plot(pp, f["facts_per_param"] * pp, "--", color="C0", lw=1,
                 label=f"fit: facts = {f['facts_per_param']:.3f} params ({f['bits_per_param']:.2f} bits/param)")
-    ax.set(xscale="log", yscale="log")
+    ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$", ylabel=r"facts stored $S\cdot R$")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel(r"parameters $4Hd_hd + 2md$", fontsize=10)
-    ax.set_ylabel(r"facts stored $S\cdot R$", fontsize=10)
     ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}, $d_hH = a d$, $m = b d$", fontsize=10)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1)
     return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
@@ -247,17 +245,15 @@ def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
         ax.axhline(cm * facts, color="C6", ls=":", lw=1.5, label=f"MLP params = {cm:.2f} facts (fit)")
         ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
                 lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    ax.set(xscale="log", yscale="log")
-    ax.set_xlim(xe[0], max(xe[-1], 1.2 * fits.get("attn_params_per_fact", 0) * facts))
-    ax.set_ylim(ye[0], max(ye[-1], 1.2 * fits.get("mlp_params_per_fact", 0) * facts))
+    ax.set(xscale="log", yscale="log", xlim=(xe[0], max(xe[-1], 1.2 * fits.get("attn_params_per_fact", 0) * facts)),
+           ylim=(ye[0], max(ye[-1], 1.2 * fits.get("mlp_params_per_fact", 0) * facts)))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
     ax.tick_params(labelsize=8)
     ax.minorticks_off()
-    ax.set_xlabel(rf"attention parameters $d\,d_h H$ ($H$ = {', '.join(str(a // (cfg['d'] * cfg['dh'])) for a in attn)})", fontsize=10)
-    ax.set_ylabel(rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})", fontsize=10)
-    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$",
-                 fontsize=10)
+    ax.set(xlabel=rf"attention parameters $d\,d_h H$ ($H$ = {', '.join(str(a // (cfg['d'] * cfg['dh'])) for a in attn)})",
+           ylabel=rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})")
+    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$", fontsize=10)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return _save_with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
                                                    "frontier": front}, "fits": fits})
@@ -283,16 +279,15 @@ def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
     recs = _need(load_records(results, "b_agree"), "b_agree", results)
     rows = train.agreement_rows(recs)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
-    ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.15, lw=0,
-                    label=r"$\pm 0.05$")
+    ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.15, lw=0, label=r"$\pm 0.05$")
     ax.plot([0, 1], [0, 1], color="gray", lw=1)
-    for mlp in (False, True):
+    for mlp in sorted({bool(r["key"][5]) for r in rows}):          # attention only, then + MLP
         w = [r for r in rows if bool(r["key"][5]) == mlp]
-        if not w:
-            continue
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt="s" if mlp else "o", ms=4, lw=0.6,
                     color="C1" if mlp else "C0", label="attention + MLP" if mlp else "attention only")
+    ax.plot([r["gauss"] for r in rows], [r["pred"] for r in rows], "o", mfc="none", color="0.4", ms=5,
+            label="same draws, Gaussian fresh noise (mean)")
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)", xlim=(0, 1), ylim=(0, 1),
            ylabel="predicted accuracy (frozen label bias)")
     ax.legend(fontsize=8, loc="upper left")
