@@ -729,13 +729,15 @@ def test_attention_and_query_by_hand():
     assert theory.query_cosine(4, 2, 4, 2) == pytest.approx(1 / np.sqrt(1.25))
     assert theory.arccos_kernel(1.0) == pytest.approx(0.5)
     assert theory.arccos_kernel(0.0) == pytest.approx(1 / (2 * np.pi))
-    # uncorrelated: E relu(a)^2 Var relu(b) = 1/2 (1/2 - 1/(2 pi)); fully shared: nothing is fresh
-    assert theory._relu_fresh_var(0.0) == pytest.approx(0.5 * (0.5 - 1 / (2 * np.pi)), rel=1e-3)
-    assert theory._relu_fresh_var(1.0) == pytest.approx(0.0, abs=1e-12)
+    # uncorrelated: E relu(a)^2 Var relu(b) = 1/2 (1/2 - 1/(2 pi)), frozen part E[relu]^2 Var relu;
+    # fully shared: nothing is new for the token
+    v0 = 0.5 - 1 / (2 * np.pi)
+    np.testing.assert_allclose(theory._relu_token_var(0.0), [v0 / (2 * np.pi), v0 * v0], rtol=1e-6)
+    np.testing.assert_allclose(theory._relu_token_var(1.0), [0.0, 0.0], atol=1e-12)
     rng = np.random.default_rng(0)       # Monte Carlo at c = 1/2: Var(b | s) = E (b - b')^2 / 2
     s, e, e1, e2 = rng.standard_normal((4, 1000000)) / np.sqrt(2)
     a, b, b1 = (np.maximum(s + x, 0) for x in (e, e1, e2))
-    assert theory._relu_fresh_var(0.5) == pytest.approx(np.mean(a ** 2 * (b - b1) ** 2) / 2, rel=0.02)
+    assert sum(theory._relu_token_var(0.5)) == pytest.approx(np.mean(a ** 2 * (b - b1) ** 2) / 2, rel=0.02)
     xs = np.array([-3.0, -0.5, 0.0, 1.0, 6.0])
     np.testing.assert_allclose(theory._erfc(xs), [math.erfc(x) for x in xs], rtol=2e-7)
 

@@ -257,7 +257,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
 
     frozen=k > 0: the frozen label bias.  The trigger part of the mean bias, sigma_b^2 =
-    T_mean_bias f_t^2 / (f_t^2 + nu_t^2 z2/d), is one vector b (sd sigma_b S) shared by every
+    T_mean_bias f_t^2 / (f_t^2 + nu_t^2 z2/d) (+ T_mlp_frozen), is one vector b shared by every
     test row of a run; the rest, sigma_f^2 = sigma^2 - sigma_b^2, is fresh.  Given b,
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + sigma_o Z - sigma_b b_v) / sigma_f) ]
     (sigma_o^2 = sigma_f^2 + 4/d + v_c + the correct label's own crosstalk share of sigma_b^2),
@@ -289,7 +289,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_rescale(T, d, pt, n2t, z2)
-                T["mlp"] = mlp_noise(V, N, d, m, pt, n2t, z2)
+                T.update(mlp_noise(V, N, d, m, pt, n2t, z2))
         sig = math.sqrt(sum(T.values()))
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
         # Per-token spread of the signal, the same for every test row of that token, so it is
@@ -298,7 +298,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
         # the trigger part already in the mean bias (3 V/N more when saturated).
         v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
         if frozen:
-            sb2 = T["mean_bias"] * ft ** 2 / (ft ** 2 + n2t * z2 / d)
+            sb2 = T["mean_bias"] * ft ** 2 / (ft ** 2 + n2t * z2 / d) + T.get("mlp_frozen", 0.0)
             sf = math.sqrt(sig ** 2 - sb2)
             a = (1 + math.sqrt(sf ** 2 + 4 / d + v_c + sb2 * V / (V + d)) * zs) / sf   # (nz,)
             b = math.sqrt(sb2) / sf * beta[:, :, None]                            # (k, V-1, 1)
@@ -333,25 +333,24 @@ def arccos_kernel(c):
     return (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
 
 
-def _relu_fresh_var(c, n=32):
-    """E[relu(a)^2 Var(relu(b) | s)] for a = sqrt(c) s + sqrt(1-c) e, b = sqrt(c) s + sqrt(1-c) e'
-    (s, e, e' independent standard normals): the part of relu(a) relu(b) that is new for every
-    token b, once the part shared through s (the trigger) is removed.  Given s, relu(b) has
-    mean r1 = mu Phi(mu/sd) + sd phi(mu/sd) and second moment r2 = (mu^2 + sd^2) Phi + mu sd phi
-    (mu = sqrt(c) s, sd = sqrt(1-c)), and relu(a) the same r2; Gauss-Hermite over s."""
+def _relu_token_var(c, n=32):
+    """The part of relu(a) relu(b) new for each token b (a = sqrt(c) s + sqrt(1-c) e, b the same
+    with e'; s, e, e' independent N(0, 1), s the shared trigger): E[relu(a)^2 Var(relu(b) | s)] =
+    E[r1^2 v] + E[v^2], r1 and v the mean and variance of relu(b) given s (closed forms below);
+    the first part is the same for every test row a (frozen), the second fresh."""
     x, w = _normal_nodes(n)
     mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
     cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
-    r1, r2 = mu * cdf + sd * pdf, (mu * mu + sd * sd) * cdf + mu * sd * pdf
-    return float(w @ (r2 * (r2 - r1 ** 2)))
+    r1 = mu * cdf + sd * pdf
+    v = (mu * mu + sd * sd) * cdf + mu * sd * pdf - r1 ** 2
+    return float(w @ (r1 ** 2 * v)), float(w @ (v * v))       # frozen, fresh
 
 
 def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
     """[ours] The linear-kernel noise terms, rescaled for the arc-cosine kernel: overlap noise
     enters through the kernel's slope kappa'(c0) = (pi - arccos c0)/(2 pi), the mean bias through
     its common value kappa(c0); both relative to the kernel's signal kappa(c1) - kappa(c0)."""
-    c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
-    c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same token
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
     lin = c1 - c0
@@ -367,12 +366,12 @@ def mlp_noise(V, N, d, m, p_t, nu2_t, z2=1.0):
     its mean.  The part common to all tokens j (through the shared trigger z_trig . W) cancels
     in the centred labels r = u - u_bar up to the count fluctuations already in the mean bias;
     what is new for each wrong label's own token and the V tokens' cross-talk (weights
-    r_j.u_v ~ N(0, 1/d)) is `_relu_fresh_var` per feature, giving, relative to the signal,
-        v_fresh(c0) (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)   -- so m d must grow like V."""
-    c0 = z2 * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
-    c1 = (1 + z2) * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t)
+    r_j.u_v ~ N(0, 1/d)) is `_relu_token_var` per feature: v(c0) (1 + V/d) / (m (kappa(c1) -
+    kappa(c0))^2) of the signal (so m d must grow like V), as {"mlp_frozen", "mlp_fresh"}."""
+    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same token
     dk = arccos_kernel(c1) - arccos_kernel(c0)
-    return _relu_fresh_var(c0) * (1 + V / d) / (m * dk ** 2)
+    frozen, fresh = (v * (1 + V / d) / (m * dk ** 2) for v in _relu_token_var(c0))
+    return {"mlp_frozen": frozen, "mlp_fresh": fresh}
 
 
 # Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
