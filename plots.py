@@ -286,10 +286,10 @@ def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt="s" if mlp else "o", ms=4, lw=0.6,
                     color="C1" if mlp else "C0", label="attention + MLP" if mlp else "attention only")
-    ax.plot([r["gauss"] for r in rows], [r["pred"] for r in rows], "o", mfc="none", color="0.4", ms=5,
-            label="same draws, Gaussian fresh noise (mean)")
+        ax.plot([r["gauss"] for r in w], [r["pred"] for r in w], "s" if mlp else "o", mfc="none", ms=6,
+                color="C1" if mlp else "C0", label=f"same draws, Gaussian fresh noise{' (+ MLP)' * mlp}")
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)", xlim=(0, 1), ylim=(0, 1),
-           ylabel="predicted accuracy (frozen label bias)")
+           ylabel="predicted accuracy (frozen label bias; mean ± sd)")
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title("three-step model: theory vs simulation", fontsize=9)
     return _save(fig, path)

@@ -310,6 +310,8 @@ def test_fig5_figure_renders(tmp_path):
     (lambda: train.bisect_capacity(lambda n: True, 0, 5), "lo"),
     (lambda: train.crn_sequences({"V": 4, "perm": np.arange(4)}, 3, 4, 2, np.random.default_rng(0)),
      "Lmax"),
+    (lambda: train.run_draws_one(train._draws_cfg(8, 8, 2, [10], 0, 1)), "draws >= 2"),
+    (lambda: train.run_draws_one(train._draws_cfg(8, 8, 2, [10], 0, 2, method="adam")), "adam"),
 ])
 def test_bad_inputs_raise_value_error_with_message(call, word):
     with pytest.raises(ValueError, match=word):

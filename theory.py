@@ -253,8 +253,8 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     S c_i with c_i = a_i A P(g_i) / S, a_i = p_t exp(g_i - beta - g_t):
         acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
     With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W) and
-    the finite width adds noise: see `mlp_rescale`, `mlp_noise`.  terms=True also returns the
-    noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
+    the finite width adds noise: see `mlp_rescale`, `mlp_noise`.  terms=True (and frozen=0) also
+    returns the noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
 
     frozen=k > 0: the frozen label bias.  The trigger part of the mean bias, sigma_b^2 =
     T_mean_bias f_t^2 / (f_t^2 + nu_t^2 z2/d) (+ T_mlp_frozen), is one vector b shared by every
@@ -289,7 +289,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_rescale(T, d, pt, n2t, z2)
-                T.update(mlp_noise(V, N, d, m, pt, n2t, z2))
+                T.update(mlp_noise(V, d, m, pt, n2t, z2))
         sig = math.sqrt(sum(T.values()))
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
         # Per-token spread of the signal, the same for every test row of that token, so it is
@@ -303,7 +303,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
             a = (1 + math.sqrt(sf ** 2 + 4 / d + v_c + sb2 * V / (V + d)) * zs) / sf   # (nz,)
             b = math.sqrt(sb2) / sf * beta[:, :, None]                            # (k, V-1, 1)
             lp = np.log(_Phi(a - b[:, n_comp:]) + 1e-300).sum(1)                 # (k, nz)
-            comp = _Phi(a - (c / sf)[::3, None] - b[:, :n_comp, :, None])       # (k, nc, ng, nz)
+            comp = _Phi(a - (c / sf)[::3, None] - b[:, :n_comp, :, None])       # every 3rd node: (k, nc, ng, nz)
             lp += np.log(np.einsum("g,kcgz->kcz", wx[::3] / wx[::3].sum(), comp) + 1e-300).sum(1)
             acc += wt * (np.exp(lp) @ wz)
             continue
@@ -324,8 +324,8 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
 # With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
 # phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
 # the arc-cosine kernel  m |phi_t||phi_n| / d * kappa(c),  kappa(c) = (sin t + (pi - t) cos t)/(2 pi),
-# t = arccos c.  Pooled vectors of different tokens have cosine c0 = p^2 / (2 p^2 + |nu|^2) (the
-# shared trigger), of the same token c1 = 2 p^2 / (2 p^2 + |nu|^2).
+# t = arccos c.  Pooled vectors of different tokens have cosine c0 = z2 p^2 / ((1 + z2) p^2 + |nu|^2)
+# (the shared trigger), of the same token c1 = (1 + z2) p^2 / ((1 + z2) p^2 + |nu|^2).
 
 def arccos_kernel(c):
     """[standard] E[relu(a) relu(b)] for unit-variance Gaussians a, b with correlation c."""
@@ -336,8 +336,8 @@ def arccos_kernel(c):
 def _relu_token_var(c, n=32):
     """The part of relu(a) relu(b) new for each token b (a = sqrt(c) s + sqrt(1-c) e, b the same
     with e'; s, e, e' independent N(0, 1), s the shared trigger): E[relu(a)^2 Var(relu(b) | s)] =
-    E[r1^2 v] + E[v^2], r1 and v the mean and variance of relu(b) given s (closed forms below);
-    the first part is the same for every test row a (frozen), the second fresh."""
+    E[r1^2 v] + E[v^2], r1 and v the mean and variance of relu(b) given s (moments of a truncated
+    normal); the first part is the same for every test row a (frozen), the second fresh."""
     x, w = _normal_nodes(n)
     mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
     cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
@@ -361,13 +361,13 @@ def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
     return out
 
 
-def mlp_noise(V, N, d, m, p_t, nu2_t, z2=1.0):
+def mlp_noise(V, d, m, p_t, nu2_t, z2=1.0):
     """[ours] "MLP noise": the finite width m makes relu(phi_t W).relu(phi_j W) fluctuate around
     its mean.  The part common to all tokens j (through the shared trigger z_trig . W) cancels
     in the centred labels r = u - u_bar up to the count fluctuations already in the mean bias;
     what is new for each wrong label's own token and the V tokens' cross-talk (weights
-    r_j.u_v ~ N(0, 1/d)) is `_relu_token_var` per feature: v(c0) (1 + V/d) / (m (kappa(c1) -
-    kappa(c0))^2) of the signal (so m d must grow like V), as {"mlp_frozen", "mlp_fresh"}."""
+    r_j.u_v ~ N(0, 1/d)) is `_relu_token_var(c0)` per feature: each of its two parts times
+    (1 + V/d) / (m (kappa(c1) - kappa(c0))^2), relative to the signal (so m d must grow like V)."""
     c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same token
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     frozen, fresh = (v * (1 + V / d) / (m * dk ** 2) for v in _relu_token_var(c0))

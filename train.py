@@ -197,15 +197,13 @@ SELECT = {"list": False, "only": None, "set": {}, "fields": {}, "scale": None}
 def sweep(experiment, configs, fn, out=RESULTS, jobs=1, derive=None):
     """Run fn(config) -> dict for every config without a finished record; return all records.
 
-    configs: JSON-able dicts, each carrying its own seed, so results do not depend on `jobs`
-    or on the order of execution.  fn must be a module-level function (it is pickled for the
-    process pool).  Each finished run is saved at once as results/<experiment>/<key>.json.
-    Ctrl-C stops cleanly: finished records are kept, the runs in flight are lost.
-
-    --set KEY=VALUE replaces KEY in every config that has it, after derive(config), if given,
-    has recomputed the fields that follow from others (e.g. a bracket from d); identical configs
-    run once.  The record set plots.py draws (config keys, scale, overrides; one per runner
-    call) goes to results/<experiment>/_set-<scale>.json."""
+    configs: JSON-able dicts, each with its own seed, so results depend neither on `jobs` nor on
+    the order of execution.  fn must be a module-level function (the process pool pickles it).
+    Each finished run is saved at once as results/<experiment>/<key>.json; Ctrl-C keeps them and
+    loses the runs in flight.  --set KEY=VALUE replaces KEY in every config that has it, after
+    derive(config), if given, has recomputed the fields that follow from others (e.g. a bracket
+    from d); identical configs run once.  The record set plots.py draws (config keys, scale,
+    overrides) goes to results/<experiment>/_set-<scale>.json."""
     jobs = rc._check_int("jobs", jobs)
     for c in configs:
         for k, v in c.items():
@@ -899,13 +897,13 @@ def gradinfo_decoder(fixed, G, L):
 
 
 def gaussian_fresh_accuracy(logits, labels):
-    """[ours] The accuracy if each test row's wrong logits were Gaussian: around their per-label
-    means over rows (the frozen bias b) plus a row shift mu, with the row's own sd s, the
-    correct logit kept: mean over rows of prod_{v != y} Phi((l_y - mu - b_v) / s).  Its excess
-    over the measured accuracy is what the tails of the fresh noise cost."""
+    """[ours] Accuracy if each test row's wrong logits were Gaussian around the frozen bias b (the
+    per-label mean over rows) plus a row shift mu, with the row's own sd s: mean over rows of
+    prod_{v != y} Phi((l_y - mu - b_v) / s).  Its excess over the argmax accuracy: the tails' cost."""
     rows = np.arange(len(labels))
     W = logits - logits.mean(1, keepdims=True)
-    right, W[rows, labels] = W[rows, labels], np.nan
+    right = W[rows, labels].copy()                             # the correct logits
+    W[rows, labels] = np.nan                                   # W: the wrong ones
     b = np.nanmean(W, 0)
     mu = np.nanmean(W - b, 1, keepdims=True)
     s = np.sqrt(np.nanmean((W - b - mu) ** 2, 1, keepdims=True))
@@ -928,10 +926,9 @@ def learner_accuracy(cfg, fixed, train_set, test):
               else three_step_limit(fixed, *train_set, cfg["q"]))
     a, _, g = retrieval_pool(fixed, tokens, pos, params["WKQ"] @ fixed["z_eos"])
     logits = g @ params["WV"] @ fixed["U"].T                              # (n_test, V)
-    att = float(a[rows, pos].mean())
-    if cfg["method"] == "gauss_fresh":
-        return gaussian_fresh_accuracy(logits, labels), att
-    return float(np.mean(logits.argmax(1) == labels)), att
+    score = (gaussian_fresh_accuracy(logits, labels) if cfg["method"] == "gauss_fresh"
+             else float(np.mean(logits.argmax(1) == labels)))
+    return score, float(a[rows, pos].mean())
 
 
 def run_draws_one(cfg):
@@ -940,6 +937,10 @@ def run_draws_one(cfg):
     z_trig, z_eos (and W_mlp) from rng [seed, k, 0], the permutation and sequences from
     [seed, k, 1] (crn_sequences), so records differing only in L, q, d, m, kind or method are
     paired.  centred: the MLP features minus mean_x relu((e_x + z_trig) W_mlp)."""
+    method_ok = cfg["method"] in ("three_step", "gauss_fresh", "gradinfo") or "steps" in cfg and cfg["method"] == "adam"
+    if cfg["draws"] < 2 or cfg["n_test"] < 1 or min(cfg["Ns"], default=0) < 1 or not method_ok:
+        raise ValueError("need draws >= 2, n_test >= 1, every N >= 1, method three_step, gauss_fresh, gradinfo or "
+                         "adam (with steps, lr); got " + ", ".join(f"{k}={cfg[k]}" for k in ("draws", "n_test", "Ns", "method")))
     acc, att, z2 = [], [], []
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
@@ -989,7 +990,7 @@ def accuracies(records, **match):
 DRAWS = {"tiny": 3, "small": 20, "full": 50}     # independent draws per plotted point
 
 # The agreement table: predicted versus measured accuracy of the three-step model on a fixed
-# grid chosen to span accuracies 0.1 to 0.95 (V = 128; d, L, N, q varied; MLP points included).
+# grid spanning accuracies about 0.1 to 0.99 (V = 64, 128, 256; d, L, N, q varied; two MLP points).
 AGREE_GRID = [  # (V, d, L, N, q, m)
     (128, 32, 8, 4000, 10, None), (128, 32, 8, 16000, 10, None), (128, 64, 8, 2000, 10, None),
     (128, 64, 8, 8000, 10, None), (128, 128, 8, 1000, 10, None), (128, 128, 8, 4000, 10, None),
@@ -1017,20 +1018,20 @@ def run_b_agree(out=RESULTS, scale="small", jobs=1, seed=0):
 
 def run_agree_one(cfg, mc=8):
     """run_draws_one, and for each draw k at its |z_trig|^2 the prediction with the frozen label
-    bias (mean, sd over mc bias vectors seeded by k: mc x draws distinct ones in all) and the
+    bias (mean, sd over mc bias vectors from rng [seed, k]: mc x draws distinct ones) and the
     fresh-noise formula's mean; and the same draws scored with Gaussian fresh noise."""
     res = dict(run_draws_one(cfg), gauss=run_draws_one(dict(cfg, method="gauss_fresh"))["accuracy"])
     args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
-    res["predicted"] = [theory.retrieval_accuracy(*args, z2=z, frozen=mc, n_test=cfg["n_test"], seed=k)
-                        for k, z in enumerate(res["z2"])]
+    res["predicted"] = [theory.retrieval_accuracy(*args, z2=z, frozen=mc, n_test=cfg["n_test"],
+                                                  seed=[cfg["seed"], k]) for k, z in enumerate(res["z2"])]
     res["fresh"] = [theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]]
     return res
 
 
 def agreement_rows(records):
     """Per grid point: measured mean and sd over the draws; the predicted (mean, sd) of each draw
-    pooled: sd^2 = mean within-draw variance ["sd_b"^2] + variance of the means over the draws'
-    |z_trig|^2; and the fresh-noise formula's mean."""
+    pooled: sd^2 = mean within-draw variance ["sd_b"^2] + variance of the draws' means (their
+    |z_trig|^2 differ; it also holds the Monte Carlo noise of each mean); the fresh formula's mean."""
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
@@ -1053,9 +1054,8 @@ def agreement_table(records):
     for w in rows:
         lines.append("| " + " | ".join(f"{v:g}" if v else "-" for v in w["key"]) + f" | {w['att']:.2f} | "
                      f"{w['meas']:.3f} ± {w['meas_sd']:.3f} | {w['pred']:.3f} ± {w['pred_sd']:.3f} | "
-                     f"{w['pred'] - w['meas']:+.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} | {w['gauss']:.3f} |")
-    diff, fresh, gauss = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh", "gauss"))
-    gauss = diff - gauss                                   # predicted - the Gaussian-noise score
+                     f"{round(w['pred'], 3) - round(w['meas'], 3):+.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} | {w['gauss']:.3f} |")
+    diff, fresh, gauss = (np.array([w[a] - w[b] for w in rows]) for a, b in (("pred", "meas"), ("fresh", "meas"), ("pred", "gauss")))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     lines.append(f"\n{len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - measured| = "
                  f"{np.abs(diff).mean():.3f}, mean signed {diff.mean():+.3f} (fresh-noise formula: "
