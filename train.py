@@ -203,7 +203,7 @@ def sweep(experiment, configs, fn, out=RESULTS, jobs=1, derive=None):
     loses the runs in flight.  --set KEY=VALUE replaces KEY in every config that has it, after
     derive(config), if given, has recomputed the fields that follow from others (e.g. a bracket
     from d); identical configs run once.  The record set plots.py draws (config keys, scale,
-    overrides) goes to results/<experiment>/_set-<scale>.json."""
+    overrides) goes to results/<experiment>/_set-<scale>.json: one sweep call per runner."""
     jobs = rc._check_int("jobs", jobs)
     for c in configs:
         for k, v in c.items():
@@ -937,10 +937,10 @@ def run_draws_one(cfg):
     z_trig, z_eos (and W_mlp) from rng [seed, k, 0], the permutation and sequences from
     [seed, k, 1] (crn_sequences), so records differing only in L, q, d, m, kind or method are
     paired.  centred: the MLP features minus mean_x relu((e_x + z_trig) W_mlp)."""
-    method_ok = cfg["method"] in ("three_step", "gauss_fresh", "gradinfo") or "steps" in cfg and cfg["method"] == "adam"
-    if cfg["draws"] < 2 or cfg["n_test"] < 1 or min(cfg["Ns"], default=0) < 1 or not method_ok:
-        raise ValueError("need draws >= 2, n_test >= 1, every N >= 1, method three_step, gauss_fresh, gradinfo or "
-                         "adam (with steps, lr); got " + ", ".join(f"{k}={cfg[k]}" for k in ("draws", "n_test", "Ns", "method")))
+    known = ("three_step", "gauss_fresh", "gradinfo") + (("adam",) if "steps" in cfg else ())
+    if cfg["draws"] < 2 or cfg["n_test"] < 1 or min(cfg["Ns"], default=0) < 1 or cfg["method"] not in known:
+        got = ", ".join(f"{k}={cfg[k]}" for k in ("draws", "n_test", "Ns", "method"))
+        raise ValueError(f"need draws >= 2, n_test >= 1, every N >= 1, a method in {known}; got {got}")
     acc, att, z2 = [], [], []
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
