@@ -312,6 +312,7 @@ def test_fig5_figure_renders(tmp_path):
      "Lmax"),
     (lambda: train.run_draws_one(train._draws_cfg(8, 8, 2, [10], 0, 1)), "draws >= 2"),
     (lambda: train.run_draws_one(train._draws_cfg(8, 8, 2, [10], 0, 2, method="adam")), "adam"),
+    (lambda: train.run_agree_one(train._draws_cfg(8, 8, 2, [10], 0, 2, method="gradinfo")), "Gaussian"),
 ])
 def test_bad_inputs_raise_value_error_with_message(call, word):
     with pytest.raises(ValueError, match=word):

@@ -914,8 +914,7 @@ def gaussian_fresh_accuracy(logits, labels):
 def learner_accuracy(cfg, fixed, train_set, test):
     """Train cfg["method"] on train_set: "three_step" (eta -> 0, query norm q), "adam" (steps, lr),
     "gradinfo" (gradinfo_decoder on G) or "gauss_fresh" (three steps, gaussian_fresh_accuracy).
-    Returns its accuracy on the test sequences and the mean attention on their informative
-    position (nan for gradinfo)."""
+    Returns the test accuracy and the mean attention on the informative position (nan: gradinfo)."""
     tokens, pos, labels = test
     rows = np.arange(len(pos))
     if cfg["method"] == "gradinfo":
@@ -1020,6 +1019,8 @@ def run_agree_one(cfg, mc=8):
     """run_draws_one, and for each draw k at its |z_trig|^2 the prediction with the frozen label
     bias (mean, sd over mc bias vectors from rng [seed, k]: mc x draws distinct ones) and the
     fresh-noise formula's mean; and the same draws scored with Gaussian fresh noise."""
+    if cfg["method"] != "three_step" or cfg["kind"] != "gaussian":
+        raise ValueError("b_agree predicts three steps on Gaussian embeddings: --set method or kind does not apply")
     res = dict(run_draws_one(cfg), gauss=run_draws_one(dict(cfg, method="gauss_fresh"))["accuracy"])
     args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
     res["predicted"] = [theory.retrieval_accuracy(*args, z2=z, frozen=mc, n_test=cfg["n_test"],
@@ -1029,9 +1030,8 @@ def run_agree_one(cfg, mc=8):
 
 
 def agreement_rows(records):
-    """Per grid point: measured mean and sd over the draws; the predicted (mean, sd) of each draw
-    pooled: sd^2 = mean within-draw variance ["sd_b"^2] + variance of the draws' means (their
-    |z_trig|^2 differ; it also holds the Monte Carlo noise of each mean); the fresh formula's mean."""
+    """Per point: measured mean and sd over the draws; the draws' predictions pooled (sd^2 = mean
+    within-draw variance ["sd_b"^2] + variance of the draws' means: |z_trig|^2 and Monte Carlo)."""
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
