@@ -1,28 +1,26 @@
-# One target per experiment.  `make figures` runs them all at laptop scale; `make test` runs the
-# tests; `make demo` runs a seminar set at tiny scale; `make homework` writes the student copy
-# homework/ and `make check` (EX=N: exercise N only) checks the exercises.  All create .venv and
-# install requirements.txt first.  SCALE=tiny for seconds, SCALE=full for the paper's grids,
-# JOBS=N for N parallel processes.  `make clean` removes results and caches (figures/ stays).
+# The table of contents: `make figures` runs every experiment at laptop scale and draws its figure;
+# `make X` runs experiment X alone (the list below).  `make test` runs the tests, `make demo` a
+# seminar set at tiny scale, `make homework` writes the student copy homework/ and `make check`
+# (EX=N: exercise N only) checks the exercises, `make bench` times the kernels.  Every target
+# creates .venv and installs requirements.txt first.  SCALE=tiny for seconds, SCALE=full for the
+# papers' grids; JOBS=N runs N configurations in parallel; TALK=1 draws figures for a projector.
+# `make clean` removes results and caches (figures/ stays).
 PYTHON ?= python3
 PY = .venv/bin/python
 SCALE ?= small
 JOBS ?= 2
-RUN = $(PY) train.py
-PLOT = $(PY) plots.py
+PLOTFLAGS = --scale $(SCALE) $(if $(TALK),--talk)
 # One BLAS thread per process (parallelism comes from JOBS); see bench.py for why.
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-CORE_FIGURES = fig5
+EXPERIMENTS = fig5 linear mlp facts tradeoff \
+              b_agree b_phase b_nstar b_embed b_mlp b_length b_scaling
 
-PAPER_A_FIGURES = linear mlp facts tradeoff
+.PHONY: test figures demo clean bench homework check b_gradinfo $(EXPERIMENTS)
 
-PAPER_B_FIGURES = b_agree b_phase b_nstar b_embed b_mlp b_length b_scaling b_gradinfo
-
-.PHONY: test figures demo clean bench homework check $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
-
-figures: $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
+figures: $(EXPERIMENTS) b_gradinfo
 
 .venv/ready: requirements.txt
 	$(PYTHON) -m venv .venv
@@ -32,69 +30,20 @@ figures: $(CORE_FIGURES) $(PAPER_A_FIGURES) $(PAPER_B_FIGURES)
 test: .venv/ready
 	$(PY) -m pytest -q test_recall.py
 
+# one rule for every experiment: run it, then draw its figure
+$(EXPERIMENTS): .venv/ready
+	$(PY) train.py $@ --scale $(SCALE) --jobs $(JOBS)
+	$(PY) plots.py $@ $(PLOTFLAGS)
+
+# the gradient-information learner against three steps and Adam: drawn from b_scaling's runs
+b_gradinfo: b_scaling
+	$(PY) plots.py $@ $(PLOTFLAGS)
+
 homework: .venv/ready
 	$(PY) homework.py make
 
 check: .venv/ready
 	$(PY) homework.py check $(EX)
-
-fig5: .venv/ready
-	$(RUN) fig5 --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) fig5 --scale $(SCALE)
-
-# ----------------------------------------------------------------------------- paper A targets
-
-linear: .venv/ready
-	$(RUN) linear --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) linear --scale $(SCALE)
-
-mlp: .venv/ready
-	$(RUN) mlp --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) mlp --scale $(SCALE)
-
-facts: .venv/ready
-	$(RUN) facts --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) facts --scale $(SCALE)
-
-tradeoff: .venv/ready
-	$(RUN) tradeoff --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) tradeoff --scale $(SCALE)
-
-
-# ----------------------------------------------------------------------------- paper B targets
-
-b_agree: .venv/ready
-	$(RUN) b_agree --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_agree --scale $(SCALE)
-
-b_phase: .venv/ready
-	$(RUN) b_phase --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_phase --scale $(SCALE)
-
-b_nstar: .venv/ready
-	$(RUN) b_nstar --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_nstar --scale $(SCALE)
-
-b_embed: .venv/ready
-	$(RUN) b_embed --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_embed --scale $(SCALE)
-
-b_mlp: .venv/ready
-	$(RUN) b_mlp --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_mlp --scale $(SCALE)
-
-b_length: .venv/ready
-	$(RUN) b_length --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_length --scale $(SCALE)
-
-b_scaling: .venv/ready
-	$(RUN) b_scaling --scale $(SCALE) --jobs $(JOBS)
-	$(PLOT) b_scaling --scale $(SCALE)
-
-# the gradient-information learner, three steps and Adam: drawn from b_scaling's runs
-b_gradinfo: b_scaling
-	$(PLOT) b_gradinfo --scale $(SCALE)
-
 
 # BENCH_PY=<python with jax installed> adds a side-by-side JAX column; JAX is never required.
 BENCH_PY ?= $(PY)
@@ -104,8 +53,8 @@ bench: .venv/ready
 # fig5, linear and b_embed at tiny scale (one command), figures in results/demo/.
 DEMO = fig5 linear b_embed
 demo: .venv/ready
-	for e in $(DEMO); do $(RUN) $$e --scale tiny --jobs 1 && \
-	  $(PLOT) $$e --scale tiny --out results/demo/$$e.png || exit 1; done
+	for e in $(DEMO); do $(PY) train.py $$e --scale tiny --jobs 1 && \
+	  $(PY) plots.py $$e --scale tiny --out results/demo/$$e.png || exit 1; done
 
 clean:
 	rm -rf results .pytest_cache __pycache__

@@ -1,10 +1,11 @@
-"""plots.py -- one function per figure; each reads results files only (see train.py).
+"""plots.py -- one function per figure, each drawing records that train.py wrote.
 
-    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE]
+    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]
 
-draws the named figures (default: every one with results) from the last train.py run at scale
-S (default: the newest run), into figures/<name>.png or FILE.  Theory curves come from theory.py.
-"""
+draws the named figures (default: every one with results) from the last run at scale S (default:
+the newest run) into figures/<name>.png, figures/<S>/<name>.png at another scale, or FILE;
+--talk draws them larger, for a projector.  Theory curves come from theory.py.  Every figure
+function is fig_<name>(records, path) -> the figure (records: what train.load_records returns)."""
 import os
 import sys
 
@@ -13,52 +14,40 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt   # noqa: E402
 import numpy as np                # noqa: E402
 
+import experiments as ex          # noqa: E402
 import theory                     # noqa: E402
 import train                      # noqa: E402
-from train import FITS, RESULTS, SELECT, fig5_stages, load_records   # noqa: E402
 
-FIGURES = {}   # name -> function(results_dir, path)
-
-
-def figure(name):
-    def register(fn):
-        FIGURES[name] = fn
-        return fn
-    return register
+TALK = {"font.size": 14, "savefig.dpi": 150, "lines.linewidth": 2.2, "lines.markersize": 7}
+TALK_SIZE = 1.3         # --talk: type 1.4x (every size below is relative to font.size), figure 1.3x
 
 
-def _save(fig, path):
-    """Save at 120 dpi, headed by one line naming the record set drawn (see load_records)."""
-    s = SELECT.pop("drawn", None)
-    if s:
-        over = "".join(f", --set {k}={v}" for k, v in s["set"].items())
-        fig.text(0.01, 1.0, f"{s['experiment']}: scale {s['scale']}, {'/'.join(s['dtypes'])}, "
-                 f"{s['seeds']} seed{'s' * (s['seeds'] != 1)}, {s['n']} run{'s' * (s['n'] != 1)}"
-                 + (f" of up to {s['draws']} draws" if s.get("draws", 1) > 1 else "") + over,
-                 fontsize=8, color="0.35", va="bottom")
-    if s and s["scale"] != "small" and os.path.dirname(path) == "figures":   # keep the tracked
-        path = os.path.join("figures", s["scale"], os.path.basename(path))   # small-scale figures
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+def header(fig, listed, records):
+    """One line at the top naming the record set drawn: experiment, scale, overrides, size."""
+    seeds = len({r["config"].get("seed") for r in records})
+    dtypes = "/".join(sorted({r["config"].get("dtype", "float64") for r in records}))
+    draws = max(r["config"].get("draws", 1) for r in records)
+    fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {dtypes}, {seeds} "
+             f"seed{'s' * (seeds != 1)}, {len(records)} run{'s' * (len(records) != 1)}"
+             + (f" of up to {draws} draws" if draws > 1 else "")
+             + "".join(f", --set {k}={v}" for k, v in listed["set"].items()),
+             fontsize="x-small", color="0.35", va="bottom")
 
 
-def _need(records, name, results):
-    if not records:
-        s = SELECT["scale"]
-        raise FileNotFoundError(f"nothing to draw for {name} at scale {s or 'any'} in {results}/"
-                                f"{name}/: run `python train.py {name} --scale {s or 'small'}` first")
-    return records
+def save_data(path, data):
+    """The numbers a figure plots, next to it as .json, so tests and readers can check them."""
+    train.save_json(os.path.splitext(path)[0] + ".json", data)
 
 
-# ----------------------------------------------------------------------------- paper A, Fig. 5
+def legend_below(ax, ncol=2, dy=-0.14):
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
 
-@figure("fig5")
-def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
+
+# ----------------------------------------------------------------------------- paper A
+
+def fig_fig5(records, path):
     """Total, relation-only and subject-only test losses of linear attention under SGD."""
-    rec = _need(load_records(results, "fig5"), "fig5", results)[0]   # a set holds one run
-    c, cfg = rec["result"], rec["config"]
+    c, cfg = records[0]["result"], records[0]["config"]            # a set holds one run
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot(c["step"], c["total"], color="k", lw=2.5, label="total loss")
@@ -69,460 +58,490 @@ def plot_fig5(results=RESULTS, path="figures/fig5_sequential.png"):
     for v in (n_ans, D):                     # labelled at the right end, where no curve is
         ax.axhline(np.log(v), ls="--", color="gray", lw=1)
         ax.text(c["step"][-1], np.log(v), rf"$\ln {v}$", va="bottom", ha="right", color="gray")
-    for (label, (a, b)), color in zip(fig5_stages(c, n_ans, D).items(), ("gray", "C1", "C2")):
+    stages = ex.fig5_stages(c, n_ans, D)
+    for (label, (a, b)), color in zip(stages.items(), ("gray", "C1", "C2")):
         if a is not None and b is not None and b > a:
             ax.axvspan(a, b, alpha=0.1, color=color)
-            ax.text((a + b) / 2, 0.78, label, ha="center", va="center", fontsize=9, color="0.25",
-                    transform=ax.get_xaxis_transform())
+            ax.text((a + b) / 2, 0.78, label, ha="center", va="center", fontsize="small",
+                    color="0.25", transform=ax.get_xaxis_transform())
     ax.set(xlabel="SGD step", ylabel="test loss (nats)")
     ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear "
-                 f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}", fontsize=9)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    return _save(fig, path)
+                 f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}", fontsize="small")
+    legend_below(ax)
+    return fig
 
 
-# ----------------------------------------------------------------------------- paper A, capacity figures
-
-def _band(ax, records, x_of, key, color, label, style="o-", ms=None):
+def band(ax, records, x_of, key, color, label, style="o-", ms=None):
     """result[key] against x_of(record): mean over seeds with a min-max band; returns the
-    plotted (x, mean) for the tests.  ms: open markers of that size, so a curve drawn over
-    another one leaves it visible."""
+    plotted (x, mean).  ms: open markers of that size, so a curve drawn over another one leaves
+    it visible."""
     x = sorted({x_of(r) for r in records})
     vals = [[r["result"][key] for r in records if x_of(r) == v] for v in x]
     mean = np.array([np.mean(v) for v in vals])
-    ax.fill_between(x, [min(v) for v in vals], [max(v) for v in vals], color=color, alpha=0.2, lw=0)
+    ax.fill_between(x, [min(v) for v in vals], [max(v) for v in vals], color=color, alpha=0.2,
+                    lw=0)
     ax.plot(x, mean, style, color=color, ms=ms or 4, mew=1.5, mfc="none" if ms else color,
             label=label)
     return list(map(float, x)), mean.tolist()
 
 
-def _save_with_data(fig, path, data):
-    """Save the figure, and next to it (same name, .json) the numbers it plots and the fits,
-    so tests and the README can check what the figure shows."""
-    train.save_json(os.path.splitext(path)[0] + ".json", data)
-    return _save(fig, path)
-
-
-@figure("linear")
-def plot_linear(results=RESULTS, path="figures/linear.png"):
-    """N vs d^2 for the trained (99%, 100%) and Hebbian memories, with the theory lines."""
-    recs = _need(load_records(results, "linear"), "linear", results)
-    fits = FITS["linear"](recs)
-    ds = [r["config"]["d"] for r in recs]
+def fig_linear(records, path):
+    """N against d^2 for the trained (99%, 100%) and Hebbian memories, with the theory lines."""
+    fits = ex.linear_fits(records)
+    ds = [r["config"]["d"] for r in records]
     fig, ax = plt.subplots(figsize=(6.0, 4.4))
     plotted = {}
     for key, color, style, label in [("cap99", "C0", "o-", "trained, 99%"),
                                      ("cap100", "C2", "s--", "trained, 100% (open squares)"),
-                                     ("hebb100", "C3", "^-", r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
+                                     ("hebb100", "C3", "^-",
+                                      r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
         c = fits.get(key, {}).get("c", float("nan"))
-        plotted[key] = _band(ax, recs, lambda r: r["config"]["d"] ** 2, key, color,
-                             f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
+        plotted[key] = band(ax, records, lambda r: r["config"]["d"] ** 2, key, color,
+                            f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
     dd = np.geomspace(min(ds) / 1.2, max(ds) * 1.2, 50)      # visible for a single d too
     for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2\,N\ln N$ (sharp top-1)"),
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
             label=r"2 bits per parameter (Gardner): $N\log_2 N = 2d^2$")
-    ax.set(xscale="log", yscale="log", xlabel=r"parameters $d^2$", ylabel=r"capacity $N$ (associations)")
-    ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection", fontsize=9)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+    ax.set(xscale="log", yscale="log", xlabel=r"parameters $d^2$",
+           ylabel=r"capacity $N$ (associations)")
+    ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection",
+                 fontsize="medium")
+    legend_below(ax)
+    save_data(path, {"plotted": plotted, "fits": fits})
+    return fig
 
 
-@figure("mlp")
-def plot_mlp(results=RESULTS, path="figures/mlp.png"):
-    """N vs m d for both output regimes, one colour per alpha = m/d, with the authors' lines."""
-    recs = _need(load_records(results, "mlp"), "mlp", results)
-    fits = FITS["mlp"](recs)
+def fig_mlp(records, path):
+    """N against m d for both output regimes, one colour per alpha = m/d, the authors' lines."""
+    fits = ex.mlp_fits(records)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
     plotted = {}
     for ax, regime in zip(axes, ("M=N", "M=32")):
-        rs = [r for r in recs if r["config"]["regime"] == regime]
+        rs = [r for r in records if r["config"]["regime"] == regime]
         for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
-            plotted[f"{regime} alpha={alpha}"] = _band(ax, sub, lambda r: r["result"]["md"], "cap99",
-                                                       f"C{i}", rf"$m = {alpha}\,d$",
-                                                       "osD^v"[i % 5] + "-", 5 + 2 * i)
+            plotted[f"{regime} alpha={alpha}"] = band(
+                ax, sub, lambda r: r["result"]["md"], "cap99", f"C{i}", rf"$m = {alpha}\,d$",
+                "osD^v"[i % 5] + "-", 5 + 2 * i)
         if not rs:
             continue
         md_all = [r["result"]["md"] for r in rs]
         xx = np.geomspace(min(md_all) / 1.4, max(md_all) * 1.4, 50)
-        ref = ("$m d = 0.35\\,N\\ln N$" if regime == "M=N" else "$m d = 1.2\\,N$")
+        ref = "$m d = 0.35\\,N\\ln N$" if regime == "M=N" else "$m d = 1.2\\,N$"
         ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
                 label=f"{ref} (authors)")
         M = None if regime == "M=N" else 32
         ax.plot(xx, [theory.counting_bound_N(2 * v, M) for v in xx], "-", color="gray", lw=1,
                 label=r"2 bits per parameter (Gardner), params $= 2md$")
         f = fits.get(regime, {})
-        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit $c$ = {f.get('c', float('nan')):.2f}, "
-                     f"{f.get('bits_per_param', float('nan')):.2f} bits/param", fontsize=9)
-        ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$", ylabel=r"capacity $N$ (99% recalled)")
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit $c$ = "
+                     f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} "
+                     "bits/param", fontsize="medium")
+        ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$",
+               ylabel=r"capacity $N$ (99% recalled)")
+        legend_below(ax, dy=-0.2)
     fig.tight_layout()
-    return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+    save_data(path, {"plotted": plotted, "fits": fits})
+    return fig
 
 
-@figure("facts")
-def plot_facts(results=RESULTS, path="figures/facts.png"):
-    """Facts stored vs parameters 4 H dh d + 2 m d, both criteria, with the authors' line and
-    the 2-bits-per-parameter information line S R log2 D = 2 params."""
-    recs = _need(load_records(results, "facts"), "facts", results)
-    fits = FITS["facts"](recs)
+def fig_facts(records, path):
+    """Facts stored against parameters 4 H dh d + 2 m d, both criteria, with the authors' line
+    and the 2-bits-per-parameter information line S R log2 D = 2 params."""
+    fits = ex.facts_fits(records)
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
-    plotted = {}
-    P = [r["result"]["params"] for r in recs]
-    for key, color, marker, label in [("facts_fresh99", "C0", "o", r"$\geq 99\%$ on 1024 fresh prompts (paper)"),
-                                      ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
-        F = [r["result"][key] for r in recs]
-        f = fits.get(key, {})
-        b = np.array([key == "facts_all" and train.strict_bound(r["result"]) for r in recs])
-        ax.scatter(np.array(P)[~b], np.array(F)[~b], color=color, marker=marker, s=36, zorder=3,
-                   label=f"{label}: {f.get('facts_per_param', float('nan')):.3f} facts/param, "
-                         f"slope {f.get('loglog_slope', float('nan')):.2f}")
-        if b.any():   # failed even at the smallest S tried: an upper bound
-            ax.scatter(np.array(P)[b], np.array(F)[b], color=color, marker="v", s=36, zorder=3,
+    plotted, P = {}, np.array([r["result"]["params"] for r in records])
+    for key, color, marker, label in [
+            ("facts_fresh99", "C0", "o", r"$\geq 99\%$ on 1024 fresh prompts (paper)"),
+            ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
+        F, f = np.array([r["result"][key] for r in records]), fits.get(key, {})
+        bound = np.array([key == "facts_all" and ex.strict_bound(r["result"]) for r in records])
+        ax.scatter(P[~bound], F[~bound], color=color, marker=marker, s=36, zorder=3,
+                   label=f"{label}: {f.get('facts_per_param', np.nan):.3f} facts/param, "
+                         f"slope {f.get('loglog_slope', np.nan):.2f}")
+        if bound.any():   # failed even at the smallest S tried: an upper bound
+            ax.scatter(P[bound], F[bound], color=color, marker="v", s=36, zorder=3,
                        label="strict criterion failed at the smallest S tried (at most)")
-        plotted[key] = [list(map(float, P)), list(map(float, F))]
-    for r in recs:   # a capacity at its bracket's edge is a bound, not a value: say so
+        plotted[key] = [P.tolist(), F.tolist()]
+    for r in records:   # a capacity at its bracket's edge is a bound, not a value: say so
         c, x = r["config"], r["result"]
-        label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1) else f",a={c['a']},b={c['b']}")
+        label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1)
+                                             else f",a={c['a']},b={c['b']}")
         ax.annotate(label + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
-                    (x["params"], x["facts_fresh99"]), fontsize=8, xytext=(-6, 0), zorder=4,
-                    textcoords="offset points", ha="right", va="center", bbox={"fc": "w", "ec": "none", "pad": 0.5})
-    pp = np.geomspace(min(P) / 1.5, max(P) * 1.5, 20)
+                    (x["params"], x["facts_fresh99"]), fontsize="small", xytext=(-6, 0),
+                    zorder=4, textcoords="offset points", ha="right", va="center",
+                    bbox={"fc": "w", "ec": "none", "pad": 0.5})
+    pp, D = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20), records[0]["config"]["D"]
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    D = recs[0]["config"]["D"]
     ax.plot(pp, [theory.facts_information_bound(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
-    f = fits.get("facts_fresh99", {})
+    f = fits.get("facts_fresh99")
     if f:
         ax.plot(pp, f["facts_per_param"] * pp, "--", color="C0", lw=1,
-                label=f"fit: facts = {f['facts_per_param']:.3f} params ({f['bits_per_param']:.2f} bits/param)")
-    ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$", ylabel=r"facts stored $S\cdot R$")
+                label=f"fit: facts = {f['facts_per_param']:.3f} params "
+                      f"({f['bits_per_param']:.2f} bits/param)")
+    ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$",
+           ylabel=r"facts stored $S\cdot R$")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={recs[0]['config']['T']}, $d_hH = a d$, $m = b d$", fontsize=10)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1)
-    return _save_with_data(fig, path, {"plotted": plotted, "fits": fits})
+    ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
+                 "$d_hH = a d$, $m = b d$", fontsize="medium")
+    legend_below(ax, ncol=1)
+    save_data(path, {"plotted": plotted, "fits": fits})
+    return fig
 
 
-def _edges(v):
+def edges(v):
     """Cell edges for values on a geometric grid: geometric midpoints, end cells mirrored."""
     v = np.asarray(sorted(v), float)
     mid = np.sqrt(v[1:] * v[:-1]) if len(v) > 1 else v * np.sqrt(2)
     return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
 
 
-@figure("tradeoff")
-def plot_tradeoff(results=RESULTS, path="figures/tradeoff.png"):
-    """Accuracy over (attention params d dh H, MLP params d m) at one fact table, the measured
-    frontier, the fitted lines attn = c_attn facts, MLP = c_mlp facts, their sum, the authors'."""
-    recs = _need(load_records(results, "tradeoff"), "tradeoff", results)
-    attn, mlp = (sorted({r["result"][k] for r in recs}) for k in ("attn_params", "mlp_params"))
+def fig_tradeoff(records, path):
+    """Accuracy over (attention params d dh H, MLP params d m) at one fact table; the measured
+    frontier (only where a cell reached 99%), the fitted lines attn = c_attn facts and
+    MLP = c_mlp facts and their sum, and the authors' frontier."""
+    attn, mlp = (sorted({r["result"][k] for r in records}) for k in ("attn_params", "mlp_params"))
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
-    for r in recs:
-        res = r["result"]
-        acc[mlp.index(res["mlp_params"]), attn.index(res["attn_params"])] = res["fresh_acc"]
-    facts, cfg = recs[0]["result"]["facts"], recs[0]["config"]
-    fits = train.tradeoff_fits(recs)["frontier"]
-    xe, ye = _edges(attn), _edges(mlp)
+    for r in records:
+        x = r["result"]
+        acc[mlp.index(x["mlp_params"]), attn.index(x["attn_params"])] = x["fresh_acc"]
+    facts, cfg = records[0]["result"]["facts"], records[0]["config"]
+    fits = ex.tradeoff_fits(records)["frontier"]
+    xe, ye = edges(attn), edges(mlp)
     fig, ax = plt.subplots(figsize=(6.6, 5.2))
     mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax).set_label("accuracy on fresh prompts", fontsize=9)
+    fig.colorbar(mesh, ax=ax).set_label("accuracy on fresh prompts", fontsize="small")
     for i, m in enumerate(mlp):         # values on their cell's colour, above every line
         for j, a in enumerate(attn):
-            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize=8, zorder=5,
-                    color="w" if acc[i, j] < 0.6 else "k", bbox={"fc": mesh.to_rgba(acc[i, j]),
-                                                                   "ec": "none", "pad": 1})
-    front = train.tradeoff_frontier(recs)                          # along the cells' lower edges
-    level = [ye[-1] if m is None else ye[mlp.index(m)] for _, m in front]
-    ax.stairs(level, xe, color="C3", lw=2.5, baseline=None, label=r"measured frontier: lowest cell $\geq 99\%$ per column")
+            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize="small",
+                    zorder=5, color="w" if acc[i, j] < 0.6 else "k",
+                    bbox={"fc": mesh.to_rgba(acc[i, j]), "ec": "none", "pad": 1})
+    front = ex.tradeoff_frontier(records)                          # along the cells' lower edges
+    level = [np.nan if m is None else ye[mlp.index(m)] for _, m in front]
+    if not np.isnan(level).all():
+        ax.stairs(level, xe, color="C3", lw=2.5, baseline=None,
+                  label=r"measured frontier: lowest cell $\geq 99\%$ per column")
     aa = np.geomspace(xe[0], xe[-1], 200)
     ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1,
             label="authors' frontier, scaled to our facts")
-    if "attn_params_per_fact" in fits:
-        ca, cm = fits["attn_params_per_fact"], fits["mlp_params_per_fact"]
-        ax.axvline(ca * facts, color="C1", ls=":", lw=1.5, label=f"attention params = {ca:.2f} facts (fit)")
-        ax.axhline(cm * facts, color="C6", ls=":", lw=1.5, label=f"MLP params = {cm:.2f} facts (fit)")
+    ca, cm = fits.get("attn_params_per_fact", 0), fits.get("mlp_params_per_fact", 0)
+    if ca:
+        ax.axvline(ca * facts, color="C1", ls=":", lw=1.5, label=f"attention params = {ca:.2f} "
+                   "facts (fit)")
+        ax.axhline(cm * facts, color="C6", ls=":", lw=1.5, label=f"MLP params = {cm:.2f} facts "
+                   "(fit)")
         ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
                 lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    ax.set(xscale="log", yscale="log", xlim=(xe[0], max(xe[-1], 1.2 * fits.get("attn_params_per_fact", 0) * facts)),
-           ylim=(ye[0], max(ye[-1], 1.2 * fits.get("mlp_params_per_fact", 0) * facts)))
+    ax.set(xscale="log", yscale="log", xlim=(xe[0], max(xe[-1], 1.2 * ca * facts)),
+           ylim=(ye[0], max(ye[-1], 1.2 * cm * facts)))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
-    ax.tick_params(labelsize=8)
     ax.minorticks_off()
-    ax.set(xlabel=rf"attention parameters $d\,d_h H$ ($H$ = {', '.join(str(a // (cfg['d'] * cfg['dh'])) for a in attn)})",
+    heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
+    ax.set(xlabel=rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
            ylabel=rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})")
-    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, $d_h={cfg['dh']}$", fontsize=10)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    return _save_with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
-                                                   "frontier": front}, "fits": fits})
+    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
+                 f"$d_h={cfg['dh']}$", fontsize="medium")
+    legend_below(ax)
+    save_data(path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
+                                 "frontier": front}, "fits": fits})
+    return fig
 
 
-# ----------------------------------------------------------------------------- paper B figures
+# ----------------------------------------------------------------------------- paper B
 
-def _draws(rec, field="accuracy"):
-    """Ns, mean and sd over the draws of one train.run_draws_one record."""
-    v = np.array(rec["result"][field])                            # (draws, len(Ns))
+def draws_stats(rec):
+    """Ns, mean and sd over the draws of one experiments.draws_one record."""
+    v = np.array(rec["result"]["accuracy"])                       # (draws, len(Ns))
     return np.array(rec["config"]["Ns"]), v.mean(0), v.std(0, ddof=1)
 
 
-def _sd_band(ax, x, mean, sd, color, label, fmt="o-"):
+def sd_band(ax, x, mean, sd, color, label, fmt="o-"):
     ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
     ax.plot(x, mean, fmt, color=color, ms=3, label=label)
 
 
-@figure("b_agree")
-def plot_b_agree(results=RESULTS, path="figures/b_agree.png"):
-    """Predicted versus measured accuracy: mean over draws with +-1 sd bars both ways
-    (train.agreement_rows: measured over draws; predicted with the frozen label bias)."""
-    recs = _need(load_records(results, "b_agree"), "b_agree", results)
-    rows = train.agreement_rows(recs)
+def fig_b_agree(records, path):
+    """Predicted against measured accuracy: mean over draws with +-1 sd bars both ways
+    (experiments.agreement_rows; predicted with the frozen label bias)."""
+    rows = ex.agreement_rows(records)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
-    ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.15, lw=0, label=r"$\pm 0.05$")
+    ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.15, lw=0,
+                    label=r"$\pm 0.05$")
     ax.plot([0, 1], [0, 1], color="gray", lw=1)
     for mlp in sorted({bool(r["key"][5]) for r in rows}):          # attention only, then + MLP
-        w = [r for r in rows if bool(r["key"][5]) == mlp]
+        w, fmt, col = [r for r in rows if bool(r["key"][5]) == mlp], "os"[mlp], f"C{int(mlp)}"
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
-                    [r["meas_sd"] for r in w], fmt="s" if mlp else "o", ms=4, lw=0.6,
-                    color="C1" if mlp else "C0", label="attention + MLP" if mlp else "attention only")
-        ax.plot([r["gauss"] for r in w], [r["pred"] for r in w], "s" if mlp else "o", mfc="none", ms=6,
-                color="C1" if mlp else "C0", label=f"same draws, Gaussian fresh noise{' (+ MLP)' * mlp}")
-    ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)", xlim=(0, 1), ylim=(0, 1),
-           ylabel="predicted accuracy (frozen label bias; mean ± sd)")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title("three-step model: theory vs simulation", fontsize=9)
-    return _save(fig, path)
+                    [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col,
+                    label="attention + MLP" if mlp else "attention only")
+        ax.plot([r["gauss"] for r in w], [r["pred"] for r in w], fmt, mfc="none", ms=6,
+                color=col, label=f"same draws, Gaussian fresh noise{' (+ MLP)' * mlp}")
+    ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)", xlim=(0, 1),
+           ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
+    ax.legend(fontsize="small", loc="upper left")
+    ax.set_title("three-step model: theory vs simulation", fontsize="small")
+    return fig
 
 
-@figure("b_phase")
-def plot_b_phase(results=RESULTS, path="figures/b_phase.png", taus=(0.25, 0.5)):
+def fig_b_phase(records, path, taus=(0.25, 0.5)):
     """Mean accuracy over draws on (N, d) at three L; measured tau contours of the mean (white
     dashed) and of mean +- sd (white dotted), predicted contours (cyan)."""
-    recs = _need(load_records(results, "b_phase"), "b_phase", results)
-    Ls = sorted({r["config"]["L"] for r in recs})
-    fig, axes = plt.subplots(1, len(Ls), figsize=(4.0 * len(Ls), 3.6), sharey=True)
-    for ax, L in zip(np.atleast_1d(axes), Ls):
-        rs = sorted([r for r in recs if r["config"]["L"] == L], key=lambda r: r["config"]["d"])
+    Ls = sorted({r["config"]["L"] for r in records})
+    fig, axes = plt.subplots(1, len(Ls), figsize=(4.0 * len(Ls), 3.6), sharey=True,
+                             squeeze=False)
+    for ax, L in zip(axes[0], Ls):
+        rs = sorted([r for r in records if r["config"]["L"] == L], key=lambda r: r["config"]["d"])
         Ns, ds = rs[0]["config"]["Ns"], [r["config"]["d"] for r in rs]
         V, q = rs[0]["config"]["V"], rs[0]["config"]["q"]
-        mean, sd = (np.array([_draws(r)[i] for r in rs]) for i in (1, 2))   # (len(ds), len(Ns))
-        im = ax.pcolormesh(_edges(Ns), _edges(ds), mean, vmin=0, vmax=1, cmap="magma",
-                           shading="flat")
+        mean, sd = (np.array([draws_stats(r)[i] for r in rs]) for i in (1, 2))   # (ds, Ns)
+        im = ax.pcolormesh(edges(Ns), edges(ds), mean, vmin=0, vmax=1, cmap="magma")
         Nf, df = np.geomspace(Ns[0], Ns[-1], 8), np.geomspace(ds[0], ds[-1], 6)
-        pred = np.array([[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf]
-                         for d in df])
+        pred = [[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf] for d in df]
         cs = ax.contour(Nf, df, pred, levels=list(taus), colors="c", linewidths=2)
-        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize=7, inline=False)
+        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize="x-small",
+                  inline=False)
         if len(Ns) > 1 and len(ds) > 1:
-            ax.contour(Ns, ds, mean, levels=list(taus), colors="w", linestyles="--", linewidths=1)
-            for band in (mean - sd, mean + sd):
-                ax.contour(Ns, ds, band, levels=list(taus), colors="w", linestyles=":",
+            ax.contour(Ns, ds, mean, levels=list(taus), colors="w", linestyles="--",
+                       linewidths=1)
+            for level in (mean - sd, mean + sd):
+                ax.contour(Ns, ds, level, levels=list(taus), colors="w", linestyles=":",
                            linewidths=0.8)
         ax.set(xscale="log", yscale="log", xlabel="samples $N$")
-        ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$, {rs[0]['config']['draws']} draws", fontsize=9)
-    np.atleast_1d(axes)[0].set_ylabel("embedding dimension $d$")
+        ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$, {rs[0]['config']['draws']} draws",
+                     fontsize="small")
+    axes[0][0].set_ylabel("embedding dimension $d$")
     fig.colorbar(im, ax=axes, label="mean test accuracy (white: measured contours, dotted ±1 sd)")
-    return _save(fig, path)
+    return fig
 
 
-@figure("b_nstar")
-def plot_b_nstar(results=RESULTS, path="figures/b_nstar.png"):
-    """N* versus d and versus V: where the mean accuracy over draws reaches tau (points; bars:
-    where mean -+ 1 sd reach it, train.nstar_points) and theory.critical_N (line)."""
-    recs = _need(load_records(results, "b_nstar"), "b_nstar", results)
+def nstar_plot(ax, records, method, over, color, label, style="o-", **match):
+    """experiments.nstar_points drawn: N* with bars where mean -+ 1 sd reach tau (open to the
+    top where mean - sd never does); returns x, N* and the predicted N*."""
+    x, n, lo, hi, p = ex.nstar_points(records, over, method=method, **match)
+    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
+              alpha=0.5)
+    ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
+    ax.set_xscale("log", base=2)
+    return x, n, p
+
+
+def fig_b_nstar(records, path):
+    """N* against d and against V: where the mean accuracy over draws reaches tau (points;
+    bars: where mean -+ 1 sd reach it) and theory.critical_N (line)."""
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
-    c0 = recs[0]["config"]
-    V0, d0 = (int(np.bincount([r["config"][k] for r in recs]).argmax()) for k in ("V", "d"))
-    for ax, key, match in ((axes[0], "d", {"V": V0}), (axes[1], "V", {"d": d0})):
-        x, n, p = _nstar(ax, recs, "three_step", key, "k", "measured", "o", **match)
-        xf = np.geomspace(x.min() / 1.2, x.max() * 1.2, 12)
-        a = lambda v: dict(c0, **match, **{key: int(round(v))})
-        ax.plot(xf, [theory.critical_N(a(v)["V"], a(v)["d"], c0["L"], c0["q"], c0["tau"]) for v in xf],
+    c0 = records[0]["config"]
+    for ax, key, match in ((axes[0], "d", {"V": c0["V0"]}), (axes[1], "V", {"d": c0["d0"]})):
+        x, n, p = nstar_plot(ax, records, "three_step", key, "k", "measured", "o", **match)
+        at = [dict(c0, **match, **{key: int(round(v))}) for v in
+              np.geomspace(x.min() / 1.2, x.max() * 1.2, 12)]
+        ax.plot([a[key] for a in at], [theory.critical_N(a["V"], a["d"], c0["L"], c0["q"],
+                                                         c0["tau"]) for a in at],
                 color="C0", label=f"predicted (slope {theory.loglog_slope(x, p):+.2f})")
         ax.set(xscale="log", yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
                xlabel=f"${key}$ (" + ", ".join(f"{k}={v}" for k, v in match.items())
                + f", L={c0['L']}, |w|={c0['q']:g}, {c0['draws']} draws)")
-        ax.legend(fontsize=8)
-    return _save(fig, path)
+        ax.legend(fontsize="small")
+    return fig
 
 
-@figure("b_embed")
-def plot_b_embed(results=RESULTS, path="figures/b_embed.png"):
-    """Accuracy versus N (mean +- sd over draws, all curves on each draw's sequences): one-hot
-    embeddings (d = V+2) and random embeddings at several d."""
-    recs = _need(load_records(results, "b_embed"), "b_embed", results)
+def fig_b_embed(records, path):
+    """Accuracy against N (mean +- sd over draws, all curves on each draw's sequences): one-hot
+    embeddings (d = V+2) and random embeddings at several d; the formula dotted."""
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    recs = sorted(recs, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
-    for i, r in enumerate(recs):
+    records = sorted(records, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
+    for i, r in enumerate(records):
         c = r["config"]
-        N, acc, sd = _draws(r)
-        col = "k" if c["kind"] == "onehot" else f"C{i}"
-        _sd_band(ax, N, acc, sd, col, f"one-hot, $d=V+2={c['d']}$" if c["kind"] == "onehot"
-                 else f"random, $d={c['d']}$")
-        if c["kind"] != "onehot":
+        N, acc, sd = draws_stats(r)
+        onehot = c["kind"] == "onehot"
+        col = "k" if onehot else f"C{i}"
+        sd_band(ax, N, acc, sd, col, f"one-hot, $d=V+2={c['d']}$" if onehot
+                else f"random, $d={c['d']}$")
+        if not onehot:
             Nf = np.geomspace(N[0], N[-1], 8)
-            ax.plot(Nf, [theory.retrieval_accuracy(c["V"], n, c["d"], c["L"], c["q"], frozen=16)[0]
-                         for n in Nf], ":", color=col, lw=1)          # frozen-bias mean
+            ax.plot(Nf, [theory.retrieval_accuracy_frozen(c["V"], n, c["d"], c["L"], c["q"],
+                                                          draws=16)[0] for n in Nf],
+                    ":", color=col, lw=1)                          # frozen-bias mean
     Nf = np.geomspace(N[0], N[-1], 30)
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
     ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
-    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, |w|={c['q']:g}, mean ± sd "
-                 f"of {c['draws']} draws; dotted: predicted", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return _save(fig, path)
+    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, |w|={c['q']:g}, "
+                 f"mean ± sd of {c['draws']} draws; dotted: predicted", fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
 
 
-@figure("b_mlp")
-def plot_b_mlp(results=RESULTS, path="figures/b_mlp.png"):
-    """Per d: accuracy (mean, bars +-1 sd over paired draws) against m d / V of attention + fixed
-    MLP, plain and centred; attention only as a band; the formula dotted."""
-    recs = _need(load_records(results, "b_mlp"), "b_mlp", results)
-    c = recs[0]["config"]
+def fig_b_mlp(records, path):
+    """Per d: accuracy (mean, bars +-1 sd over paired draws) against m d / V of attention +
+    fixed MLP, plain and centred; attention only as a band; the formula dotted."""
+    c = records[0]["config"]
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
-    ds = sorted({r["config"]["d"] for r in recs})
-    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True, squeeze=False)
+    ds = sorted({r["config"]["d"] for r in records})
+    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True,
+                             squeeze=False)
     for ax, d in zip(axes[0], ds):
-        arm = lambda **match: train.accuracies(recs, method="three_step", d=d, **match)[1][:, 0]   # (draws,)
-        ms = sorted({r["config"]["m"] for r in recs if "m" in r["config"]})
+        def arm(**match):                                          # (draws,)
+            return ex.accuracies(records, method="three_step", d=d, **match)[1][:, 0]
+        ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
             acc = [arm(m=m, centred=centred) for m in ms]
             ax.errorbar(x, np.mean(acc, 1), np.std(acc, 1, ddof=1), fmt="o-", color=col, ms=3,
                         capsize=2, label=lab)
         att = arm(m=None)
-        ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k", alpha=0.1)
+        ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k",
+                   alpha=0.1)
         ax.axhline(att.mean(), color="k", ls="--", label="attention only")
-        ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:", label="predicted, + MLP")
-        ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":", label="predicted, attention only")
+        ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:",
+                label="predicted, + MLP")
+        ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":",
+                   label="predicted, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
         ax.set_xscale("log", base=2)
         ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize="x-small")
     fig.suptitle(f"V={V}, N={N}, L={L}, |w|={q:g}, {len(att)} paired draws "
-                 "(same embeddings, samples, test set)", fontsize=9)
-    return _save(fig, path)
+                 "(same embeddings, samples, test set)", fontsize="small")
+    return fig
 
 
-@figure("b_length")
-def plot_b_length(results=RESULTS, path="figures/b_length.png"):
+def fig_b_length(records, path):
     """Accuracy (mean +- sd over draws, paired across L) and attention on the informative
-    position versus L at fixed N, d, |w|; right: the paired difference to the shortest L."""
-    recs = _need(load_records(results, "b_length"), "b_length", results)
+    position against L at fixed N, d, |w|; right: the paired difference L minus the shortest
+    L, as experiments.b_length_summary prints it."""
     fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.6))
-    for i, q in enumerate(sorted({r["config"]["q"] for r in recs})):
-        rs = sorted([r for r in recs if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
+    for i, q in enumerate(sorted({r["config"]["q"] for r in records})):
+        rs = sorted([r for r in records if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
         c = rs[0]["config"]
         L = np.array([r["config"]["L"] for r in rs])
-        acc = np.array([np.array(r["result"]["accuracy"])[:, 0] for r in rs])   # (len(L), draws)
+        acc = np.array([np.array(r["result"]["accuracy"])[:, 0] for r in rs])   # (L, draws)
         att = np.array([np.mean(r["result"]["attention"]) for r in rs])
-        _sd_band(axes[0], L, acc.mean(1), acc.std(1, ddof=1), f"C{i}", f"measured, $|w|={q:g}$")
-        diff = acc[0] - acc
-        _sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$|w|={q:g}$")
+        sd_band(axes[0], L, acc.mean(1), acc.std(1, ddof=1), f"C{i}", f"measured, $|w|={q:g}$")
+        diff = acc - acc[0]
+        sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$|w|={q:g}$")
         axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
         Lf = np.unique(np.geomspace(L[0], L[-1], 8).round().astype(int))
-        axes[0].plot(Lf, [theory.retrieval_accuracy(c["V"], c["Ns"][0], c["d"], l, q, frozen=16)[0]
+        args = (c["V"], c["Ns"][0], c["d"])
+        axes[0].plot(Lf, [theory.retrieval_accuracy_frozen(*args, l, q, draws=16)[0]
                           for l in Lf], ":", color=f"C{i}", label="predicted (frozen-bias mean)")
-        axes[1].plot(Lf, [theory.mean_attention(c["V"], c["Ns"][0], c["d"], l, q) for l in Lf],
-                     ":", color=f"C{i}", label="predicted (mean field)")
+        axes[1].plot(Lf, [theory.mean_attention(*args, l, q) for l in Lf], ":", color=f"C{i}",
+                     label="predicted (mean field)")
     axes[2].axhline(0, color="gray", lw=0.8)
     labels = ("test accuracy", "attention on informative position",
-              f"paired accuracy difference $L={L[0]}$ − $L$")
+              f"paired accuracy difference $L$ − $L={L[0]}$")
     for ax, lab in zip(axes, labels):
         ax.set_xscale("log", base=2)
         ax.set(xlabel="sequence length $L$", ylabel=lab)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize="x-small")
+    fig.tight_layout()
     fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
-                 "(same embeddings and informative tokens at every L)", fontsize=9)
-    return _save(fig, path)
+                 "(same embeddings and informative tokens at every L)", fontsize="small")
+    return fig
 
 
-def _nstar(ax, recs, method, over, color, label, style="o-", **match):
-    """train.nstar_points drawn: N* with bars where mean -+ 1 sd reach tau (open to the top
-    where mean - sd never does); returns x, N* and the predicted N*."""
-    x, n, lo, hi, p = train.nstar_points(recs, over, method=method, **match)
-    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color, alpha=0.5)
-    ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
-    ax.set_xscale("log", base=2)
-    return x, n, p
-
-
-@figure("b_scaling")
-def plot_b_scaling(results=RESULTS, path="figures/b_scaling.png"):
+def fig_b_scaling(records, path):
     """N* of three steps against L at each d run over L, theory.critical_N dotted (slopes over
     the L where N* was measured); every (N, d, L) point's accuracy against theory.retrieval_snr."""
-    recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
-    V, q, tau, L0 = (recs[0]["config"][k] for k in ("V", "q", "tau", "L0"))
+    V, q, tau, L0 = (records[0]["config"][k] for k in ("V", "q", "tau", "L0"))
     fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.0))
-    for i, d in enumerate(sorted({r["config"]["d"] for r in recs if r["config"]["L"] != L0})):
-        x, n, p = _nstar(axes[0], recs, "three_step", "L", f"C{i}", f"measured, $d={d}$", d=d)
+    for i, d in enumerate(sorted({r["config"]["d"] for r in records if r["config"]["L"] != L0})):
+        x, n, p = nstar_plot(axes[0], records, "three_step", "L", f"C{i}", f"measured, $d={d}$",
+                             d=d)
         slope = theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p))
         axes[0].plot(x, p, ":", color=f"C{i}", label=f"predicted, $d={d}$ (slope {slope:+.2f})")
     axes[0].set(yscale="log", ylim=(None, 2e4), xlabel="sequence length $L$",
                 ylabel=rf"$N^*$ (mean accuracy $\geq$ {tau:g}); bars: mean $\mp$ 1 sd")
-    pts, rms = train.collapse_points(recs)
+    pts, rms = ex.collapse_points(records)
     ds, Ls = sorted({p[3] for p in pts}), sorted({p[4] for p in pts})
-    col = lambda L: plt.cm.viridis(Ls.index(L) / max(len(Ls) - 1, 1))
+    colour = {L: plt.cm.viridis(i / max(len(Ls) - 1, 1)) for i, L in enumerate(Ls)}
     for s, a, sd, d, L, N in pts:
-        axes[1].errorbar(s, a, sd, fmt="osD^v"[ds.index(d)], color=col(L), ms=3, lw=0.6)
+        axes[1].errorbar(s, a, sd, fmt="osD^v"[ds.index(d)], color=colour[L], ms=3, lw=0.6)
     sf = np.linspace(0, max(p[0] for p in pts) * 1.05, 60)
     axes[1].plot(sf, [theory.snr_accuracy(V, s) for s in sf], "k-",
                  label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
     for L in Ls:
-        axes[1].plot([], [], "o", color=col(L), label=f"$L={L}$")
+        axes[1].plot([], [], "o", color=colour[L], label=f"$L={L}$")
     for d in ds:
         axes[1].plot([], [], "osD^v"[ds.index(d)], color="gray", label=f"$d={d}$")
     axes[1].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma(N, d, L)$ (typical token)",
                 ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
-    axes[0].legend(fontsize=7, loc="upper left")
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    n = max(r["config"]["draws"] for r in recs)
-    fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize=9)
-    return _save_with_data(fig, path, {"collapse": pts, "rms": rms})
+    axes[0].legend(fontsize="x-small", loc="upper left")
+    axes[1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    n = max(r["config"]["draws"] for r in records)
+    fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize="small")
+    save_data(path, {"collapse": pts, "rms": rms})
+    return fig
 
 
-@figure("b_gradinfo")
-def plot_b_gradinfo(results=RESULTS, path="figures/b_gradinfo.png"):
+def fig_b_gradinfo(records, path):
     """N* against d (at L0) and against L (at d0) of the gradient-information learner, three
     steps and Adam (b_scaling's records), and the coverage bound."""
-    recs = _need(load_records(results, "b_scaling"), "b_scaling", results)
-    V, q, tau, L0, d0 = (recs[0]["config"][k] for k in ("V", "q", "tau", "L0", "d0"))
+    V, q, tau, L0, d0 = (records[0]["config"][k] for k in ("V", "q", "tau", "L0", "d0"))
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0))
     for ax, over, match in ((axes[0], "d", {"L": L0}), (axes[1], "L", {"d": d0})):
-        for method, col, style, lab in (("gradinfo", "C3", "D-", "gradient information"),
-                                        ("three_step", "C0", "o-", "three steps"),
-                                        ("adam", "C2", "s-", "Adam")):
-            _nstar(ax, recs, method, over, col, lab, style, **match)
-        ax.axhline(np.log(1 - tau) / np.log(1 - 1 / V) - 1, color="gray", ls="--", label="coverage bound")
-        ax.set(yscale="log", ylim=(10, 2e4), xlabel=f"${over}$ (" + ", ".join(
-            f"{k}={v}" for k, v in match.items()) + ")", ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})")
-        ax.legend(fontsize=7)
+        for method, col, style in (("gradinfo", "C3", "D-"), ("three_step", "C0", "o-"),
+                                   ("adam", "C2", "s-")):
+            nstar_plot(ax, records, method, over, col, ex.LEARNERS[method], style, **match)
+        ax.axhline(theory.coverage_N(V, tau), color="gray", ls="--", label="coverage bound")
+        ax.set(yscale="log", ylim=(10, 2e4), ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})",
+               xlabel=f"${over}$ (" + ", ".join(f"{k}={v}" for k, v in match.items()) + ")")
+        ax.legend(fontsize="x-small")
     fig.suptitle(f"V={V}; three steps at |w|={q:g}; bars: where mean $\\mp$ 1 sd crosses "
-                 f"{tau:g}", fontsize=9)
-    return _save(fig, path)
+                 f"{tau:g}", fontsize="small")
+    return fig
 
 
 # ----------------------------------------------------------------------------- command line
+
+# name -> (figure function, the experiment whose records it draws, default file name)
+FIGURES = {name: (globals()[f"fig_{name}"], name, f"{name}.png") for name in ex.EXPERIMENTS}
+FIGURES["fig5"] = (fig_fig5, "fig5", "fig5_sequential.png")
+FIGURES["b_gradinfo"] = (fig_b_gradinfo, "b_scaling", "b_gradinfo.png")
+
+
+def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
+    """Draw figure `name` from the last run at `scale` (None: the newest) in `results`; returns
+    the file written.  FileNotFoundError if there is nothing to draw."""
+    fn, source, default = FIGURES[name]
+    records, listed = train.load_records(results, source, scale)
+    if not records:
+        raise FileNotFoundError(f"nothing to draw for {name} at scale {scale or 'any'} in "
+                                f"{results}/{source}/: run `python train.py {source} --scale "
+                                f"{scale or 'small'}` first")
+    folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
+    path = path or os.path.join(folder, default)
+    with plt.rc_context(TALK if talk else {"savefig.dpi": 120}):
+        fig = fn(records, path)
+        header(fig, listed, records)
+        if talk:
+            fig.set_size_inches(fig.get_size_inches() * TALK_SIZE)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
 
 def main(argv=None):
     p = train._Parser(prog="plots.py", description="Draw figures from train.py's results.")
     p.add_argument("experiments", nargs="*", metavar="EXPERIMENT",
                    help=f"any of {', '.join(FIGURES)} (default: every one with results)")
-    p.add_argument("--results", default=RESULTS, help="results folder (default: results)")
+    p.add_argument("--results", default=train.RESULTS, help="results folder (default: results)")
     p.add_argument("--out", help="figure file (one EXPERIMENT only; default: figures/...png)")
-    p.add_argument("--scale", choices=["tiny", "small", "full", "custom"],
+    p.add_argument("--scale", choices=list(ex.SCALES) + ["custom"],
                    help="draw the last run at this scale (default: the newest run)")
+    p.add_argument("--talk", action="store_true", help="larger type and lines, for a projector")
     args = p.parse_args(argv)
     unknown = [n for n in args.experiments if n not in FIGURES]
     if unknown or (args.out and len(args.experiments) != 1):
         p.error(f"unknown figure(s) {unknown}; known: {', '.join(FIGURES)}" if unknown
                 else "--out needs exactly one EXPERIMENT")
-    SELECT["scale"] = args.scale
     for name in args.experiments or FIGURES:
         try:
-            print(FIGURES[name](args.results, *[args.out] * bool(args.out)))
+            print(draw(name, args.results, args.scale, args.out, args.talk))
         except FileNotFoundError as e:
             if args.experiments:
                 p.exit(1, f"plots.py: error: {e}\n")

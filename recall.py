@@ -13,6 +13,8 @@ Every model is a pair of pure functions
 `params` are trained, `fixed` are frozen (embeddings); `grads` has exactly the keys of params.
 The backward walks the forward in reverse; each block quotes the forward line it differentiates.
 A trailing `# exercise N` marks a homework solution (see homework.py: `make homework`).
+Where a faster form of a model exists it sits right after the textbook one and is tested equal
+to it.  Input checks are at the end of the file.
 
 Dimension letters (the papers' symbols):
     B  batch size                 N  number of samples / stored items
@@ -20,51 +22,10 @@ Dimension letters (the papers' symbols):
     d  embedding dimension        m  MLP width
     H  attention heads            dh head dimension
     S  subjects   R  relations    D  answers per relation
-    V  vocabulary (task B)        M  number of output classes
-"""
+    V  vocabulary (task B)        M  number of output classes"""
 import math
 
 import numpy as np
-
-
-# ----------------------------------------------------------------------------- checks
-
-def _check_int(name, value, lo=1):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {value}")
-    return int(value)
-
-
-def _check_tokens(name, x, n_vocab, ndim):
-    x = np.asarray(x)
-    if x.ndim != ndim or not np.issubdtype(x.dtype, np.integer):
-        raise ValueError(f"{name} must be a {ndim}-d integer array, got shape {x.shape} "
-                         f"dtype {x.dtype}")
-    if x.size and (x.min() < 0 or x.max() >= n_vocab):
-        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): "
-                         f"min {x.min()}, max {x.max()}")
-    return x
-
-
-def _check_params(name, params, shapes):
-    """shapes: key -> expected shape. Raises ValueError naming the offending key."""
-    missing = set(shapes) - set(params)
-    extra = set(params) - set(shapes)
-    if missing or extra:
-        raise ValueError(f"{name} params: missing {sorted(missing)}, unexpected {sorted(extra)}")
-    for k, shape in shapes.items():
-        if np.shape(params[k]) != tuple(shape):
-            raise ValueError(f"{name} params[{k!r}] must have shape {tuple(shape)}, "
-                             f"got {np.shape(params[k])}")
-
-
-def _width(params):
-    """The MLP width m, read off b1 (m,); -1 if b1 is missing or not a vector (then the shape
-    check names it)."""
-    b1 = params.get("b1")
-    return len(b1) if np.ndim(b1) == 1 else -1
 
 
 # ----------------------------------------------------------------------------- embeddings
@@ -74,8 +35,7 @@ def embeddings(n, d, rng, kind="gaussian"):
 
     "gaussian": entries N(0, 1/d), so rows have norm ~1 and overlaps ~1/sqrt(d).
     "sphere":   Gaussian rows scaled to unit norm (uniform on the sphere).
-    "onehot":   rows of the identity, e_i (orthogonal; needs d >= n).
-    """
+    "onehot":   rows of the identity, e_i (orthogonal; needs d >= n)."""
     n, d = _check_int("n", n), _check_int("d", d)
     if kind == "gaussian":
         return rng.standard_normal((n, d)) / np.sqrt(d)
@@ -108,8 +68,7 @@ def softmax(s, axis=-1):
 def cross_entropy(logits, y):
     """Mean softmax cross-entropy.  logits (B, M), y (B,) ints in [0, M).
 
-    Returns (loss, dlogits) with dlogits = (softmax(logits) - onehot(y)) / B.
-    """
+    Returns (loss, dlogits) with dlogits = (softmax(logits) - onehot(y)) / B."""
     logits = np.asarray(logits)
     if logits.ndim != 2:
         raise ValueError(f"logits must be 2-d (B, M), got shape {logits.shape}")
@@ -142,8 +101,7 @@ def make_facts(S, R, D, rng, T=32, structured=False):
     tokens; relation r owns answers {D r, ..., D r + D - 1}.
     The fact table a*(s, r) is uniform over relation r's D answers, or, with structured=True,
     a*(s, r) = s*D // S + D*r (for S = 16, D = 8 that is s//2 + 8r: the answer's index inside
-    the block depends on the subject only).
-    """
+    the block depends on the subject only)."""
     S, R, D, T = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D), ("T", T)))
     if T < 3:
         raise ValueError(f"T must be >= 3 (subject, relation, EOS), got {T}")
@@ -162,8 +120,7 @@ def sample_facts(task, B, rng, subjects=None, relations=None):
 
     Noise tokens everywhere, the subject at a uniform position in [0, T-2], the relation at
     a different uniform position in [0, T-2], EOS at T-1.  Subjects and relations are uniform
-    unless given (arrays of length B, e.g. to enumerate every fact).
-    """
+    unless given (arrays of length B, e.g. to enumerate every fact)."""
     B = _check_int("B", B)
     S, R, T, n_noise = task["S"], task["R"], task["T"], task["n_noise"]
     s = rng.integers(0, S, B) if subjects is None else _check_tokens("subjects", subjects, S, 1)
@@ -189,8 +146,7 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
     E, U (V, d): input and output embeddings (kind as in `embeddings`); z_trig, z_eos (d,):
     the trigger and end-of-sequence vectors, N(0, 1/d) (with kind="onehot" and d >= V+2 they
     are the next two basis vectors, so everything is orthogonal); W_mlp (d, m), N(0, 1/d),
-    when m is given; perm: the target permutation pi* of [V].
-    """
+    when m is given; perm: the target permutation pi* of [V]."""
     V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L)
     if L < 2:
         raise ValueError(f"L must be >= 2, got {L}")
@@ -209,14 +165,20 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
     return task
 
 
-def sample_retrieval(task, N, rng):
-    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform
-    on [L], and labels (N,) = perm[tokens[n, pos[n]]]."""
-    N = _check_int("N", N)
-    V, L = task["V"], task["L"]
-    tokens = rng.integers(0, V, size=(N, L))
-    pos = rng.integers(0, L, N)
-    return tokens, pos, task["perm"][tokens[np.arange(N), pos]]
+def sample_retrieval(task, N, rng, Lmax=None):
+    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on
+    [L], labels (N,) = perm[tokens[n, pos[n]]].  Paired draws: one rng state gives, at every
+    L <= Lmax, the same informative tokens, labels, relative positions pos/L and leading
+    distractors; the first N' rows of a call are the sample of size N' (nested in N)."""
+    N, V, L = _check_int("N", N), task["V"], task["L"]
+    Lmax = L if Lmax is None else Lmax
+    if Lmax < L:
+        raise ValueError(f"Lmax = {Lmax} is below L = {L}: paired draws need Lmax >= L")
+    x, u = rng.integers(0, V, N), rng.random(N)                  # informative tokens (N,)
+    tokens = rng.integers(0, V, (N, Lmax))[:, :L].copy()          # (N, L) distractors
+    pos = (u * L).astype(int)                                     # (N,) uniform on [L]
+    tokens[np.arange(N), pos] = x
+    return tokens, pos, task["perm"][x]
 
 
 def retrieval_fixed(task):
@@ -345,8 +307,7 @@ def transformer_forward(params, fixed, tokens):
       score_t = x_t . (WK_h q)             -- fold the key map into the query: (B, H, d)
       o_h     = (sum_t a_t x_t) WV_h       -- pool the embeddings first, then project.
     This saves a factor dh of work on the T axis.  Batched products are written with matmul
-    (one BLAS call per batch item or head); the einsum each one computes is in its comment.
-    """
+    (one BLAS call per batch item or head); the einsum each one computes is in its comment."""
     X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)
     B, U, WQ = len(X), fixed["U"], params["WQ"]
     xT = X[:, -1]                                                  # (B, d)    the query token
@@ -396,8 +357,7 @@ def linear_attention_forward(params, fixed, tokens):
     """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV.
 
     No softmax, no 1/T; the sum runs over all T positions (EOS included).
-    A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T).
-    """
+    A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T)."""
     E = fixed["E"]
     d = E.shape[1]
     WV = params.get("WV")
@@ -424,70 +384,136 @@ def linear_attention_backward(dlogits, cache):  # exercise 5
 
 # ----------------------------------------------------------------------------- retrieval model
 
-CHUNK = 256    # rows per gather in the retrieval model: (CHUNK, L, d) stays cache-sized
+def retrieval_textbook_forward(params, fixed, inputs):
+    """Paper B's one-layer transformer on token retrieval, as the paper writes it:
+        h_i = E[x_i] + 1{i = pos} z_trig,   s_i = h_i WKQ z_eos^T,   a = softmax_i(s),
+        phi = sum_i a_i h_i,   logits = g WV U^T   with
+        g = phi                            (attention only, WV (d, d)), or
+        g = relu(phi W_mlp) - c            (fixed random MLP of width m, WV (m, d)),
+    c = fixed["mlp_centre"] (m,) if given, else 0.  inputs = (tokens (N, L), pos (N,))."""
+    tokens, pos = _retrieval_inputs(params, fixed, inputs)
+    h = fixed["E"][tokens]                                   # (N, L, d)  rows h_i
+    h[np.arange(len(pos)), pos] += fixed["z_trig"]
+    s = h @ (params["WKQ"] @ fixed["z_eos"])                 # (N, L)     s_i = h_i WKQ z_eos^T
+    a = softmax(s, axis=1)                                   # (N, L)
+    phi = np.einsum("nl,nld->nd", a, h)                      # (N, d)     phi = sum_i a_i h_i
+    g, P = _features(phi, fixed)                             # (N, d) or (N, m)
+    logits = g @ params["WV"] @ fixed["U"].T                 # (N, V)
+    return logits, (h, a, P, g, params, fixed)
+
+
+def retrieval_textbook_backward(dlogits, cache):  # exercise 6
+    h, a, P, g, params, fixed = cache
+    dZ = dlogits @ fixed["U"]                                # logits = Z U^T,  Z = g WV
+    dWV = g.T @ dZ
+    dg = dZ @ params["WV"].T
+    dphi = dg if P is None else (dg * (P > 0)) @ fixed["W_mlp"].T   # g = relu(phi W_mlp) - c
+    da = np.einsum("nld,nd->nl", h, dphi)                    # phi = sum_i a_i h_i
+    ds = a * (da - (a * da).sum(1, keepdims=True))           # a = softmax(s)
+    dw = np.einsum("nl,nld->d", ds, h)                       # s_i = h_i . w,  w = WKQ z_eos
+    return {"WKQ": np.outer(dw, fixed["z_eos"]), "WV": dWV}
+
+
+def _features(phi, fixed):
+    """The value map's input g (with the MLP's pre-activation P, None without an MLP)."""
+    if "W_mlp" not in fixed:
+        return phi, None
+    P = phi @ fixed["W_mlp"]                                 # (N, m)
+    return np.maximum(P, 0.0) - fixed.get("mlp_centre", 0.0), P
 
 
 def retrieval_forward(params, fixed, inputs):
-    """Paper B's one-layer transformer on token retrieval.
-
-    rows h_i = E[x_i] + 1{i = pos} z_trig,  s_i = h_i WKQ z_eos^T,  a = softmax_i(s),
-    phi = sum_i a_i h_i,  logits = phi WV U^T  (attention only, WV (d, d))
-                      or  logits = (relu(phi W_mlp) - c) WV U^T  (fixed random MLP, WV (m, d)),
-                          c = fixed["mlp_centre"] (m,) if given, else 0.
-    inputs = (tokens (N, L), pos (N,)).
-
-    Never forms (N, L, d):  s_i = h_i . w with w = WKQ z_eos shared by all samples, so
-    s = (E w)[tokens] + 1{i=pos} z_trig.w is (N, L);  phi = a E[x] + a_pos z_trig is computed
-    CHUNK rows at a time (a (CHUNK, L, d) gather and one batched product per chunk).
-    """
-    E, U, z_trig, z_eos = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
-    d = E.shape[1]
-    W_mlp = fixed.get("W_mlp")
-    vdim = d if W_mlp is None else W_mlp.shape[1]
-    _check_params("retrieval", params, {"WKQ": (d, d), "WV": (vdim, d)})
-    tokens, pos = inputs
-    tokens = _check_tokens("tokens", tokens, len(E), 2)
-    N, L = tokens.shape
-    pos = _check_tokens("pos", pos, L, 1)
-    if len(pos) != N:
-        raise ValueError(f"pos has length {len(pos)}, tokens has {N} rows")
-    rows = np.arange(N)
-    w = params["WKQ"] @ z_eos                                # (d,)   the learned query
+    """The function of `retrieval_textbook_forward` (tested against it), without forming the
+    (N, L, d) rows.  The query w = WKQ z_eos is shared by all samples, so the scores are
+    s = (E w)[tokens] + 1{i=pos} z_trig.w, (N, L); the pooled vector is one product
+    phi = C E + a_pos z_trig, with C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per
+    vocabulary entry: two BLAS calls instead of an (N, L, d) gather (pass N in chunks if N V is
+    too large for memory, as train.retrieval_grad does).  Without fixed["U"] the output is
+    Z = g WV (N, d), what the unembedding reads (the logits with U = I).  The cache is a dict, so
+    that train.three_step_limit can reuse a forward pass with other weights WV (the attention
+    and features do not depend on WV) and a learner can read the attention a."""
+    tokens, pos = _retrieval_inputs(params, fixed, inputs)
+    E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
+    (N, L), V = tokens.shape, len(E)
+    w = params["WKQ"] @ fixed["z_eos"]                       # (d,)   the learned query
     s = (E @ w)[tokens]                                      # (N, L)  E[x] w == (E w)[x]
     s[rows, pos] += z_trig @ w
     a = softmax(s, axis=1)                                   # (N, L)
-    phi = np.outer(a[rows, pos], z_trig)                     # (N, d)
-    for c in range(0, N, CHUNK):
-        X = E[tokens[c:c + CHUNK]]                           # (chunk, L, d)
-        phi[c:c + CHUNK] += np.matmul(a[c:c + CHUNK, None, :], X)[:, 0]   # sum_i a_i E[x_i]
-    if W_mlp is None:
-        g, P = phi, None
-    else:
-        P = phi @ W_mlp                                      # (N, m)
-        g = np.maximum(P, 0.0) - fixed.get("mlp_centre", 0.0)
-    logits = g @ params["WV"] @ U.T                          # (N, V)
-    return logits, (tokens, pos, a, phi, P, g, params, fixed)
+    C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
+    phi = C.astype(E.dtype) @ E + np.outer(a[rows, pos], z_trig)   # (N, d)
+    g, P = _features(phi, fixed)
+    Z = g @ params["WV"]                                     # (N, d)
+    logits = Z @ fixed["U"].T if "U" in fixed else Z         # (N, V)
+    return logits, {"tokens": tokens, "pos": pos, "a": a, "P": P, "g": g, "params": params,
+                    "fixed": fixed}
 
 
-def retrieval_backward(dlogits, cache):  # exercise 6
-    tokens, pos, a, phi, P, g, params, fixed = cache
-    E, U, z_trig, z_eos = fixed["E"], fixed["U"], fixed["z_trig"], fixed["z_eos"]
-    N, L = tokens.shape
-    rows = np.arange(N)
-    dZ = dlogits @ U                                         # logits = Z U^T,  Z = g WV
+def retrieval_backward(dlogits, cache):
+    tokens, pos, a, P, g, params, fixed = (cache[k] for k in ("tokens", "pos", "a", "P", "g",
+                                                              "params", "fixed"))
+    E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
+    dZ = dlogits @ fixed["U"] if "U" in fixed else dlogits   # logits = Z U^T,  Z = g WV
     dWV = g.T @ dZ
-    dg = dZ @ params["WV"].T                                 # (N, vdim)
-    if P is None:
-        dphi = dg
-    else:
-        dphi = (dg * (P > 0)) @ fixed["W_mlp"].T             # g = relu(phi W_mlp)
-    da = np.empty(a.shape, dtype=dphi.dtype)                 # phi = sum_i a_i h_i
-    for c in range(0, N, CHUNK):
-        X = E[tokens[c:c + CHUNK]]                           # (chunk, L, d)
-        da[c:c + CHUNK] = np.matmul(X, dphi[c:c + CHUNK, :, None])[..., 0]   # E[x_i] . dphi
-    da[rows, pos] += dphi @ z_trig
+    if not params["WV"].any():                               # WV = 0: nothing reaches WKQ
+        return {"WKQ": np.zeros_like(params["WKQ"]), "WV": dWV}
+    dg = dZ @ params["WV"].T                                 # (N, d) or (N, m)
+    dphi = dg if P is None else (dg * (P > 0)) @ fixed["W_mlp"].T   # g = relu(phi W_mlp) - c
+    da = (dphi @ E.T)[rows[:, None], tokens]                 # phi = sum_i a_i h_i: e_{x_i}.dphi
+    da[rows, pos] += dphi @ z_trig                           #   via (N, V), as C in the forward
     ds = a * (da - (a * da).sum(1, keepdims=True))           # a = softmax(s)
     # s_i = h_i . w  =>  dw = sum_{n,i} ds_ni h_ni, accumulated per vocabulary entry
     dEw = np.bincount(tokens.ravel(), weights=ds.ravel(), minlength=len(E))   # (V,)
     dw = E.T @ dEw + ds[rows, pos].sum() * z_trig            # (d,)
-    return {"WKQ": np.outer(dw, z_eos), "WV": dWV}           # w = WKQ z_eos
+    return {"WKQ": np.outer(dw, fixed["z_eos"]), "WV": dWV}  # w = WKQ z_eos
+
+
+# ----------------------------------------------------------------------------- input checks
+
+def _check_int(name, value, lo=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value}")
+    return int(value)
+
+
+def _check_tokens(name, x, n_vocab, ndim):
+    x = np.asarray(x)
+    if x.ndim != ndim or not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"{name} must be a {ndim}-d integer array, got shape {x.shape} "
+                         f"dtype {x.dtype}")
+    if x.size and (x.min() < 0 or x.max() >= n_vocab):
+        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): "
+                         f"min {x.min()}, max {x.max()}")
+    return x
+
+
+def _check_params(name, params, shapes):
+    """shapes: key -> expected shape. Raises ValueError naming the offending key."""
+    missing = set(shapes) - set(params)
+    extra = set(params) - set(shapes)
+    if missing or extra:
+        raise ValueError(f"{name} params: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    for k, shape in shapes.items():
+        if np.shape(params[k]) != tuple(shape):
+            raise ValueError(f"{name} params[{k!r}] must have shape {tuple(shape)}, "
+                             f"got {np.shape(params[k])}")
+
+
+def _width(params):
+    """The MLP width m, read off b1 (m,); -1 if b1 is missing or not a vector (then the shape
+    check names it)."""
+    b1 = params.get("b1")
+    return len(b1) if np.ndim(b1) == 1 else -1
+
+
+def _retrieval_inputs(params, fixed, inputs):
+    """Check the retrieval model's arguments; return tokens (N, L) and pos (N,)."""
+    d = fixed["E"].shape[1]
+    vdim = fixed["W_mlp"].shape[1] if "W_mlp" in fixed else d
+    _check_params("retrieval", params, {"WKQ": (d, d), "WV": (vdim, d)})
+    tokens = _check_tokens("tokens", inputs[0], len(fixed["E"]), 2)
+    pos = _check_tokens("pos", inputs[1], tokens.shape[1], 1)
+    if len(pos) != len(tokens):
+        raise ValueError(f"pos has length {len(pos)}, tokens has {len(tokens)} rows")
+    return tokens, pos

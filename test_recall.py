@@ -10,9 +10,11 @@ import re
 import subprocess
 import sys
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+import experiments as ex
 import recall as rc
 import theory
 import train
@@ -47,22 +49,31 @@ def numerical_grads(forward, params, fixed, inputs, G, h=1e-6):
 
 
 def assert_worst(errors, tol, what="relative gradient error"):
-    """One assertion over all tensors, naming the worst one (homework.py reports this line)."""
+    """One assertion over all tensors: the message names the worst and lists every error
+    (homework.py prints it, so a student sees which parameter is wrong)."""
     k = max(errors, key=errors.get)
-    assert errors[k] < tol, f"worst {what} {errors[k]:.1e} in {k}"
+    every = ", ".join(f"{name} {e:.1e}" for name, e in errors.items())
+    assert errors[k] < tol, f"worst {what} {errors[k]:.1e} in {k} ({every})"
 
 
-def check_grads(forward, backward, params, fixed, inputs, rng, tol=1e-6):
+def grad_errors(forward, backward, params, fixed, inputs, rng):
+    """The relative error of every parameter's gradient against centred finite differences."""
     logits, cache = forward(params, fixed, inputs)
     G = rng.standard_normal(logits.shape)          # random, non-uniform upstream gradient
     grads = backward(G, cache)
-    assert isinstance(grads, dict), f"backward must return a dict name -> gradient, got {type(grads).__name__}"
+    assert isinstance(grads, dict), ("backward must return a dict name -> gradient, got "
+                                     f"{type(grads).__name__}")
     assert set(grads) == set(params), f"gradient keys {sorted(grads)}, params {sorted(params)}"
     num = numerical_grads(forward, params, fixed, inputs, G)
     for k in params:
-        assert np.shape(grads[k]) == params[k].shape, f"{k}: shape {np.shape(grads[k])}, want {params[k].shape}"
+        assert np.shape(grads[k]) == params[k].shape, (f"{k}: shape {np.shape(grads[k])}, "
+                                                       f"want {params[k].shape}")
         assert np.linalg.norm(num[k]) > 1e-6, f"{k}: gradient is ~0, the check would be vacuous"
-    assert_worst({k: rel_error(grads[k], num[k]) for k in params}, tol)
+    return {k: rel_error(grads[k], num[k]) for k in params}
+
+
+def check_grads(forward, backward, params, fixed, inputs, rng, tol=1e-6):
+    assert_worst(grad_errors(forward, backward, params, fixed, inputs, rng), tol)
 
 
 def small_models(rng):
@@ -89,14 +100,17 @@ def small_models(rng):
     for m in (None, 7):
         t = rc.make_retrieval(10, 6, 5, rng, m=m)
         tok, pos, lab = rc.sample_retrieval(t, 8, rng)
-        out.append((f"retrieval(m={m})", rc.retrieval_forward, rc.retrieval_backward,
-                    {"WKQ": n((6, 6)), "WV": n((6 if m is None else m, 6))},
-                    rc.retrieval_fixed(t), (tok, pos), lab))
+        p = {"WKQ": n((6, 6)), "WV": n((6 if m is None else m, 6))}
+        for form in ("retrieval", "retrieval_textbook"):
+            out.append((f"{form}(m={m})", getattr(rc, f"{form}_forward"),
+                        getattr(rc, f"{form}_backward"), {k: w.copy() for k, w in p.items()},
+                        rc.retrieval_fixed(t), (tok, pos), lab))
     return out
 
 
-MODEL_NAMES = ["linear_memory", "mlp_memory", "transformer", "transformer_textbook", "linear_attention",
-               "retrieval(m=None)", "retrieval(m=7)"]
+MODEL_NAMES = ["linear_memory", "mlp_memory", "transformer", "transformer_textbook",
+               "linear_attention", "retrieval(m=None)", "retrieval_textbook(m=None)",
+               "retrieval(m=7)", "retrieval_textbook(m=7)"]
 
 
 @pytest.mark.parametrize("which", range(len(MODEL_NAMES)), ids=MODEL_NAMES)
@@ -161,14 +175,23 @@ def test_fast_transformer_matches_textbook_forward_and_backward():
 
 
 @pytest.mark.parametrize("m", [None, 9])
-def test_retrieval_matches_naive_loops(m):
+def test_retrieval_fast_and_textbook_match_naive_loops(m):
+    """Both forms against the loop oracle, and the fast backward against the textbook one."""
     rng = np.random.default_rng(4)
     t = rc.make_retrieval(12, 6, 5, rng, m=m)
     tok, pos, _ = rc.sample_retrieval(t, 7, rng)
-    p = {"WKQ": rng.standard_normal((6, 6)) * 3, "WV": rng.standard_normal((6 if m is None else m, 6))}
+    p = {"WKQ": rng.standard_normal((6, 6)) * 3,
+         "WV": rng.standard_normal((6 if m is None else m, 6))}
     fixed = rc.retrieval_fixed(t)
-    logits, _ = rc.retrieval_forward(p, fixed, (tok, pos))
-    np.testing.assert_allclose(logits, naive_retrieval(p, fixed, tok, pos), rtol=1e-10, atol=1e-12)
+    logits, cache = rc.retrieval_forward(p, fixed, (tok, pos))
+    ref, ref_cache = rc.retrieval_textbook_forward(p, fixed, (tok, pos))
+    for got in (logits, ref):
+        np.testing.assert_allclose(got, naive_retrieval(p, fixed, tok, pos), rtol=1e-10,
+                                   atol=1e-12)
+    G = rng.standard_normal(logits.shape)
+    fast, textbook = rc.retrieval_backward(G, cache), rc.retrieval_textbook_backward(G, ref_cache)
+    for k in p:
+        np.testing.assert_allclose(fast[k], textbook[k], rtol=1e-10, atol=1e-12, err_msg=k)
 
 
 def test_facts_task_structure_and_determinism():
@@ -202,6 +225,7 @@ def test_retrieval_task_structure_and_determinism():
     assert sorted(t["perm"]) == list(range(20))
     tok, pos, lab = rc.sample_retrieval(t, 300, rng)
     assert tok.shape == (300, 6) and tok.min() >= 0 and tok.max() < 20
+    assert len(np.unique(pos)) == 6 and len(np.unique(tok[:, 0])) == 20
     assert pos.min() >= 0 and pos.max() < 6
     assert (lab == t["perm"][tok[np.arange(300), pos]]).all()
     u = rc.make_retrieval(20, 8, 6, np.random.default_rng(3))
@@ -273,9 +297,9 @@ def test_bisect_capacity_finds_threshold():
 
 
 def test_fig5_relation_is_learned_before_subject():
-    cfg = train.fig5_config(steps=4800, eval_every=100)
-    cfg.update(batch=256, n_test=1024)                 # reduced batch: same dynamics, 4x cheaper
-    c = train.run_fig5_one(cfg)
+    cfg = dict(ex.FIG5["small"], steps=4800, eval_every=100, batch=256, n_test=1024, seed=0,
+               dtype="float64")                  # reduced batch: same dynamics, 4x cheaper
+    c = ex.fig5_one(cfg)
     step, rel, sub = map(np.asarray, (c["step"], c["relation"], c["subject"]))
     t_rel = step[np.argmax(rel < np.log(4) / 2)] if (rel < np.log(4) / 2).any() else None
     t_sub = step[np.argmax(sub < np.log(8) / 2)] if (sub < np.log(8) / 2).any() else None
@@ -286,11 +310,12 @@ def test_fig5_relation_is_learned_before_subject():
 
 
 def test_fig5_figure_renders(tmp_path):
-    cfg = train.fig5_config(steps=40, eval_every=10)
-    cfg.update(batch=64, n_test=128)
-    train.sweep("fig5", [cfg], train.run_fig5_one, str(tmp_path))
-    path = plots.plot_fig5(str(tmp_path), str(tmp_path / "f.png"))
+    cfg = dict(ex.FIG5["small"], steps=40, eval_every=10, batch=64, n_test=128, seed=0)
+    train.sweep("fig5", [cfg], ex.fig5_one, str(tmp_path), scale="small")
+    path = plots.draw("fig5", str(tmp_path), path=str(tmp_path / "f.png"))
     assert os.path.getsize(path) > 10000
+    talk = plots.draw("fig5", str(tmp_path), path=str(tmp_path / "talk.png"), talk=True)
+    assert os.path.getsize(talk) > os.path.getsize(path)            # larger, for a projector
 
 
 @pytest.mark.parametrize("call, word", [
@@ -308,11 +333,13 @@ def test_fig5_figure_renders(tmp_path):
     (lambda: rc.linear_memory_forward({"W": np.zeros((2, 3))},
                                       {"E": np.eye(4, 3), "U": np.eye(4, 3)}, np.array([0])), "W"),
     (lambda: train.bisect_capacity(lambda n: True, 0, 5), "lo"),
-    (lambda: train.crn_sequences({"V": 4, "perm": np.arange(4)}, 3, 4, 2, np.random.default_rng(0)),
-     "Lmax"),
-    (lambda: train.run_draws_one(train._draws_cfg(8, 8, 2, [10], 0, 1)), "draws >= 2"),
-    (lambda: train.run_draws_one(train._draws_cfg(8, 8, 2, [10], 0, 2, method="adam")), "adam"),
-    (lambda: train.run_agree_one(train._draws_cfg(8, 8, 2, [10], 0, 2, method="gradinfo")), "Gaussian"),
+    (lambda: rc.sample_retrieval({"V": 4, "L": 4, "perm": np.arange(4)}, 3,
+                                 np.random.default_rng(0), Lmax=2), "Lmax"),
+    (lambda: ex.draws_config(8, 8, 2, [10], 0, 1), "draws >= 2"),
+    (lambda: ex.draws_config(8, 8, 4, [10], 0, 2, Lmax=3), "Lmax >= L"),
+    (lambda: ex.draws_config(8, 8, 2, [0, 10], 0, 2), "every N >= 1"),
+    (lambda: train.parse_value("steps", "-3", 8192), "steps"),
+    (lambda: train.parse_value("method", "foo", "adam", ex.CHOICES["method"]), "one of"),
 ])
 def test_bad_inputs_raise_value_error_with_message(call, word):
     with pytest.raises(ValueError, match=word):
@@ -342,34 +369,35 @@ def test_cli_help_lists_experiments():
 def test_cli_runs_fig5_and_writes_record(tmp_path):
     r = run_cli("fig5", "--steps", "20", "--out", str(tmp_path), "--seed", "3")
     assert r.returncode == 0, r.stderr
-    (rec,) = train.load_records(str(tmp_path), "fig5")
+    (rec,), listed = train.load_records(str(tmp_path), "fig5")
     assert rec["config"]["seed"] == 3 and rec["config"]["steps"] == 20
     assert len(rec["result"]["total"]) == 2 and rec["seconds"] >= 0
+    assert listed["scale"] == "small" and listed["set"] == {"steps": 20}
+    assert r.stdout.startswith("fig5 seed 3: plateau until step None")   # the summary's line
 
 
 def _tiny_fig5(seed):
-    cfg = train.fig5_config(steps=30, seed=seed, eval_every=10)
-    cfg.update(batch=32, n_test=64)
-    return cfg
+    return dict(ex.FIG5["small"], steps=30, eval_every=10, batch=32, n_test=64, seed=seed)
 
 
 def _interrupt_at_seed_2(cfg):
     if cfg["seed"] == 2:
         raise KeyboardInterrupt
-    return train.run_fig5_one(cfg)
+    return ex.fig5_one(cfg)
 
 
 def test_sweep_resumes_without_recomputing(tmp_path):
     configs = [_tiny_fig5(s) for s in range(4)]
     with pytest.raises(KeyboardInterrupt):          # interrupted after k = 2 configurations
         train.sweep("fig5", configs, _interrupt_at_seed_2, str(tmp_path))
-    done = train.load_records(str(tmp_path), "fig5")
+    done, _ = train.load_records(str(tmp_path), "fig5")
     assert sorted(r["config"]["seed"] for r in done) == [0, 1]
     before = {f: os.path.getmtime(f) for f in (tmp_path / "fig5").glob("[!_]*")}   # records
     seen = []
+
     def fn(cfg):
         seen.append(cfg["seed"])
-        return train.run_fig5_one(cfg)
+        return ex.fig5_one(cfg)
     records = train.sweep("fig5", configs, fn, str(tmp_path))
     assert seen == [2, 3]                           # the finished two were not recomputed
     assert [r["config"]["seed"] for r in records] == [0, 1, 2, 3]
@@ -379,8 +407,8 @@ def test_sweep_resumes_without_recomputing(tmp_path):
 
 def test_sweep_results_identical_for_jobs_1_and_2(tmp_path):
     configs = [_tiny_fig5(s) for s in range(3)]
-    one = train.sweep("fig5", configs, train.run_fig5_one, str(tmp_path / "a"), jobs=1)
-    two = train.sweep("fig5", configs, train.run_fig5_one, str(tmp_path / "b"), jobs=2)
+    one = train.sweep("fig5", configs, ex.fig5_one, str(tmp_path / "a"), jobs=1)
+    two = train.sweep("fig5", configs, ex.fig5_one, str(tmp_path / "b"), jobs=2)
     assert [r["result"] for r in one] == [r["result"] for r in two]
     assert len({json.dumps(r["result"]) for r in one}) == 3   # seeds differ, so results differ
 
@@ -389,24 +417,23 @@ def test_cli_list_and_only(tmp_path):
     r = run_cli("fig5", "--steps", "10", "--out", str(tmp_path), "--list")
     assert r.returncode == 0 and r.stdout.startswith("0\ttodo\t")
     r = run_cli("fig5", "--steps", "10", "--out", str(tmp_path), "--only", "0")
-    assert r.returncode == 0 and len(train.load_records(str(tmp_path), "fig5")) == 1
+    assert r.returncode == 0 and len(train.load_records(str(tmp_path), "fig5")[0]) == 1
     r = run_cli("fig5", "--steps", "10", "--out", str(tmp_path), "--list")
     assert r.stdout.startswith("0\tdone\t")
     r = run_cli("fig5", "--out", str(tmp_path), "--only", "5")
     assert r.returncode == 2 and "--only" in r.stderr
 
 
-def test_cli_list_prints_configs_of_every_experiment(tmp_path, capsys):
-    """--list prints one line per configuration and nothing else, even for runners whose
-    tables would need records (their tables are skipped, not crashed on)."""
-    monkeypatch = pytest.MonkeyPatch()              # main() sets the module's SELECT: restore it
-    monkeypatch.setattr(train, "SELECT", dict(train.SELECT, set={}, fields={}))
-    for name in train.EXPERIMENTS:
-        train.main([name, "--scale", "tiny", "--out", str(tmp_path), "--list"])
-        lines = capsys.readouterr().out.splitlines()
-        assert lines and all(l.split("\t")[1] == "todo" for l in lines), name
+def test_every_experiment_lists_its_configs_without_running(tmp_path, capsys):
+    """--list prints one line per configuration and runs nothing, at every scale; the configs
+    are made from the grid alone (nothing runs to find them)."""
+    for name, e in ex.EXPERIMENTS.items():
+        for scale in ex.SCALES:
+            train.main([name, "--scale", scale, "--out", str(tmp_path), "--list"])
+            lines = capsys.readouterr().out.splitlines()
+            assert lines and all(line.split("\t")[1] == "todo" for line in lines), name
+            assert len(lines) == len(e["configs"](e["grid"][scale], 0)), name
         assert not list(tmp_path.glob(f"{name}/*.json")), name      # nothing ran
-    monkeypatch.undo()
 
 
 # ----------------------------------------------------------------------------- paper A experiments
@@ -454,35 +481,34 @@ def _plotted_json(path):
 
 
 def test_linear_tiny_run_and_figure(tmp_path):
-    cfgs = [dict(c, steps=300) for c in train.linear_configs("small", 0) if c["d"] in (8, 11)][:4]
-    recs = train.sweep("linear", cfgs, train.run_linear_one, str(tmp_path), 1)
+    cfgs = ex.linear_configs(dict(ex.LINEAR["small"], d=[8, 11], steps=300, seeds=2), 0)
+    recs = train.sweep("linear", cfgs, ex.linear_one, str(tmp_path), 1)
     for r in recs:
         res = r["result"]
         assert res["cap99"] >= res["cap100"] > res["hebb100"] >= 2   # training beats Hebbian
         assert r["config"]["seed"] in (0, 1, 2) and r["seconds"] >= 0
     mtimes = lambda: [os.path.getmtime(p) for p in (tmp_path / "linear").glob("[!_]*")]  # noqa
     before = mtimes()
-    train.sweep("linear", cfgs, train.run_linear_one, str(tmp_path), 1)   # resumes: no rerun
+    train.sweep("linear", cfgs, ex.linear_one, str(tmp_path), 1)   # resumes: no rerun
     assert before == mtimes()
-    path = plots.plot_linear(str(tmp_path), str(tmp_path / "linear.png"))
+    path = plots.draw("linear", str(tmp_path), path=str(tmp_path / "linear.png"))
     assert os.path.exists(path)
     shown = _plotted_json(path)
     ds = sorted({c["d"] for c in cfgs})
     assert shown["plotted"]["cap99"][0] == [float(d * d) for d in ds]
     for d, y in zip(ds, shown["plotted"]["cap99"][1]):
         assert y == pytest.approx(np.mean([r["result"]["cap99"] for r in recs if r["config"]["d"] == d]))
-    assert shown["fits"]["cap99"]["c"] == pytest.approx(train.linear_fits(recs)["cap99"]["c"])
+    assert shown["fits"]["cap99"]["c"] == pytest.approx(ex.linear_fits(recs)["cap99"]["c"])
 
 
 def test_mlp_tiny_run_and_figure(tmp_path):
-    cfgs = [dict(c, steps=400) for c in train.mlp_configs("small", 0)
-            if c["d"] == 8 and c["alpha"] in (1, 2)]
-    recs = train.sweep("mlp", cfgs, train.run_mlp_one, str(tmp_path), 1)
+    cfgs = ex.mlp_configs(dict(ex.MLP["small"], d=[8], alpha=[1, 2], steps=400), 0)
+    recs = train.sweep("mlp", cfgs, ex.mlp_one, str(tmp_path), 1)
     for regime in ("M=N", "M=32"):
         caps = [r["result"]["cap99"] for r in sorted(recs, key=lambda r: r["config"]["alpha"])
                 if r["config"]["regime"] == regime]
         assert len(caps) == 2 and caps[1] > caps[0]          # wider MLP stores more
-    path = plots.plot_mlp(str(tmp_path), str(tmp_path / "mlp.png"))
+    path = plots.draw("mlp", str(tmp_path), path=str(tmp_path / "mlp.png"))
     shown = _plotted_json(path)
     r = next(r for r in recs if r["config"]["regime"] == "M=32" and r["config"]["alpha"] == 2)
     assert shown["plotted"]["M=32 alpha=2"] == [[float(r["result"]["md"])], [float(r["result"]["cap99"])]]
@@ -490,18 +516,21 @@ def test_mlp_tiny_run_and_figure(tmp_path):
 
 
 def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypatch):
-    for name in ("fig5", "facts", "tradeoff"):      # single precision by default
-        assert train.build_parser().parse_args([name]).dtype == "float32"
-    cfgs = train.facts_configs("tiny", 0)
+    for grid in (ex.FIG5, ex.FACTS, ex.TRADEOFF):   # single precision by default
+        assert {g["dtype"] for g in grid.values()} == {"float32"}
+    cfgs = ex.facts_configs(ex.FACTS["tiny"], 0)
     assert [c["d"] for c in cfgs] == [20, 16] and {c["dtype"] for c in cfgs} == {"float32"}
-    assert {c["dtype"] for c in train.facts_configs("tiny", 0, "float64")} == {"float64"}
+    assert [c["H"] for c in cfgs] == [5, 8]                          # 8 heads, or d/4
+    full = ex.facts_configs(ex.FACTS["full"], 0)
+    assert len(full) == 70 and {(c["lo"], c["hi"]) for c in full if c["d"] == 16 and
+                                c["a"] == c["b"] == 1} == {(2, 40)}   # 20 + 25 + 25 sizes; [2, sqrt(6 d^2)]
     seen = set()
     real = rc.transformer_forward
     def spy(params, fixed, tokens):
         seen.add((params["WQ"].dtype, fixed["E"].dtype))
         return real(params, fixed, tokens)
     monkeypatch.setattr(rc, "transformer_forward", spy)
-    recs = train.run_facts(str(tmp_path), scale="tiny")
+    recs = train.sweep("facts", cfgs, ex.facts_one, str(tmp_path))
     assert seen == {(np.dtype("float32"), np.dtype("float32"))}
     for r in recs:
         res, c = r["result"], r["config"]
@@ -509,7 +538,7 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
         assert c["lo"] <= res["S_all"] <= res["S_fresh99"] <= c["hi"]
         assert res["facts_fresh99"] == res["S_fresh99"] ** 2
         assert res["lo_fails"] == (not res["trials"][0]["fresh99"])   # trials sorted by S
-    path = plots.plot_facts(str(tmp_path), str(tmp_path / "facts.png"))
+    path = plots.draw("facts", str(tmp_path), path=str(tmp_path / "facts.png"))
     P, F = _plotted_json(path)["plotted"]["facts_all"]
     assert sorted(zip(P, F)) == sorted((r["result"]["params"], r["result"]["facts_all"]) for r in recs)
 
@@ -518,20 +547,21 @@ def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
     fake = [{"result": {"attn_params": a, "mlp_params": m, "fresh_acc": acc, "facts": 10}}
             for a, m, acc in [(10, 1, 0.5), (10, 4, 0.995), (10, 16, 1.0), (20, 1, 0.99), (20, 4, 1.0),
                               (5, 1, 0.1), (5, 4, 0.2)]]
-    assert train.tradeoff_frontier(fake) == [(5, None), (10, 4), (20, 1)]
-    fit = train.tradeoff_fits(fake)["frontier"]
+    assert ex.tradeoff_frontier(fake) == [(5, None), (10, 4), (20, 1)]
+    fit = ex.tradeoff_fits(fake)["frontier"]
     # attn / ca + mlp / cm = 10 through (10, 4) and (20, 1): 1/ca = 3/7, 1/cm = 10/7
     assert fit["attn_params_per_fact"] == pytest.approx(7 / 3)
     assert fit["mlp_params_per_fact"] == pytest.approx(0.7)
     assert fit["monotone"] == 1.0
     fake.append({"result": {"attn_params": 40, "mlp_params": 4, "fresh_acc": 1.0, "facts": 10}})
     fake.append({"result": {"attn_params": 40, "mlp_params": 1, "fresh_acc": 0.5, "facts": 10}})
-    assert train.tradeoff_fits(fake)["frontier"]["monotone"] == 0.0
-    recs = train.run_tradeoff(str(tmp_path), scale="tiny")
+    assert ex.tradeoff_fits(fake)["frontier"]["monotone"] == 0.0
+    recs = train.sweep("tradeoff", ex.tradeoff_configs(ex.TRADEOFF["tiny"], 0), ex.tradeoff_one,
+                       str(tmp_path))
     assert len(recs) == 4 and all(r["config"]["dtype"] == "float32" for r in recs)
     for r in recs:    # each cell reports its best learning rate
         assert r["result"]["fresh_acc"] == max(u["fresh_acc"] for u in r["result"]["runs"])
-    path = plots.plot_tradeoff(str(tmp_path), str(tmp_path / "tradeoff.png"))
+    path = plots.draw("tradeoff", str(tmp_path), path=str(tmp_path / "tradeoff.png"))
     shown = _plotted_json(path)["plotted"]
     assert shown["attn"] == [64, 256] and shown["mlp"] == [16, 128]
     for r in recs:
@@ -540,26 +570,33 @@ def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
         assert shown["acc"][i][j] == res["fresh_acc"]
 
 
-def test_set_overrides_fields_and_collapses_the_grid(tmp_path):
+def test_set_overrides_fields_and_the_fields_computed_from_them():
     r = run_cli("linear", "--scale", "tiny", "--set", "d=24", "--set", "lr=500", "--list")
-    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]   # no table lines
+    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]
     assert r.returncode == 0 and len(cfgs) == 2                  # 3 d x 2 seeds -> 1 d x 2 seeds
-    assert cfgs == [dict(train.linear_config("tiny", 24, s), lr=500.0) for s in (0, 1)]
+    assert cfgs == ex.linear_configs(dict(ex.LINEAR["tiny"], d=[24], lr=500.0), 0)
+    assert cfgs[0]["hi"] == int(theory.linear_capacity_N(24, 0.8)) + 1    # bracket from d = 24
     r = run_cli("mlp", "--scale", "tiny", "--set", "M=none", "--set", "alpha=2", "--list")
-    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines() if "\t" in line]
-    assert {(c["d"], c["alpha"], c["M"], c["regime"]) for c in cfgs} == {(8, 2, None, "M=N"),
-                                                                       (16, 2, None, "M=N")}
-    assert train.parse_value("3", [0.5, 1]) == 3 and train.parse_value("3", [0.5]) == 3.0
-    assert train.parse_value("none", [None, 32]) is None and train.parse_value("x", ["a"]) == "x"
+    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]
+    assert {(c["d"], c["alpha"], c["M"], c["regime"]) for c in cfgs} == {(8, 2, None, "M=N")}
+    r = run_cli("b_embed", "--scale", "tiny", "--set", "V=16", "--list")   # one-hot d = V + 2
+    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]
+    assert [(c["kind"], c["d"]) for c in cfgs] == [("onehot", 18), ("gaussian", 4),
+                                                   ("gaussian", 8), ("gaussian", 18)]
+    r = run_cli("b_length", "--scale", "tiny", "--set", "L=8", "--list")   # Lmax follows L
+    assert [json.loads(line.split("\t")[2])["Lmax"] for line in r.stdout.splitlines()] == [8, 8]
+    assert train.parse_value("x", "3", [0.5, 1]) == [3.0] and train.parse_value("x", "3", 0.5) == 3
+    assert train.parse_value("M", "none", [None, 32]) == [None]
+    assert train.parse_value("d", "[8, 16]", [4]) == [8, 16]
 
 
 @pytest.mark.parametrize("args", [["--set", "nope=1"], ["--set", "d=abc"], ["--set", "d=2.5"],
-                                  ["--set", "d"]])
+                                  ["--set", "d"], ["--set", "steps=-3"], ["--seed", "-1"]])
 def test_set_unknown_key_or_bad_value_exits_2_naming_the_keys(args):
     r = run_cli("linear", *args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert args[1] == "d" or "d, hi, lo, lr, ratio, scale, seed, steps" in r.stderr
+    assert args[1] != "nope=1" or "c_hi, c_lo, d, dmax, lr, ratio, seeds, steps" in r.stderr
 
 
 def test_set_run_is_drawn_from_another_folder(tmp_path):
@@ -568,7 +605,7 @@ def test_set_run_is_drawn_from_another_folder(tmp_path):
     assert r.returncode == 0, r.stderr
     (manifest,) = (tmp_path / "res" / "linear").glob("_set-*.json")
     assert manifest.name == "_set-tiny.json"
-    assert json.loads(manifest.read_text())["set"] == {"d": 8, "steps": 200}
+    assert json.loads(manifest.read_text())["set"] == {"d": [8], "steps": 200}
     out = tmp_path / "pics" / "lin.png"
     r = subprocess.run([sys.executable, os.path.join(HERE, "plots.py"), "linear", "--results",
                         str(tmp_path / "res"), "--out", str(out)], capture_output=True, text=True)
@@ -577,20 +614,22 @@ def test_set_run_is_drawn_from_another_folder(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(HERE, "plots.py"), "linear", "--scale", "full",
                         "--results", str(tmp_path / "res")], capture_output=True, text=True)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "full" in r.stderr
+    assert "--scale full" in r.stderr                                # the command that would help
 
 
 def test_figure_draws_the_chosen_record_set_not_a_stray_record(tmp_path, monkeypatch):
-    small = train.run_fig5(str(tmp_path), "small", steps=10)[0]
-    tiny = train.run_fig5(str(tmp_path), "tiny", steps=10)[0]
-    stray = dict(tiny, config=dict(tiny["config"], seed=9),
-                 result=dict(tiny["result"], total=[7.0, 7.0]))
+    runs = {}
+    for scale in ("small", "tiny"):
+        train.main(["fig5", "--scale", scale, "--steps", "10", "--out", str(tmp_path)])
+        runs[scale] = train.load_records(str(tmp_path), "fig5", scale)[0][0]
+    stray = dict(runs["tiny"], config=dict(runs["tiny"]["config"], seed=9),
+                 result=dict(runs["tiny"]["result"], total=[7.0, 7.0]))
     train.save_json(str(tmp_path / "fig5" / "ffffffffffff.json"), stray)   # sorts last
-    drawn, save = {}, plots._save
-    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.update(
-        path=save(fig, path), y=list(fig.axes[0].lines[0].get_ydata()), head=fig.texts[0].get_text()))
-    for scale, rec in (("small", small), ("tiny", tiny), (None, tiny)):   # None: the newest
-        monkeypatch.setitem(train.SELECT, "scale", scale)
-        plots.plot_fig5(str(tmp_path), str(tmp_path / "f.png"))
+    drawn = {}
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, path, **k: drawn.update(
+        y=list(fig.axes[0].lines[0].get_ydata()), head=fig.texts[0].get_text()))
+    for scale, rec in (("small", runs["small"]), ("tiny", runs["tiny"]), (None, runs["tiny"])):
+        plots.draw("fig5", str(tmp_path), scale, str(tmp_path / "f.png"))   # None: the newest
         assert drawn["y"] == rec["result"]["total"] and rec["result"]["total"] != [7.0, 7.0]
         assert drawn["head"].startswith(f"fig5: scale {scale or 'tiny'}, float32, 1 seed")
 
@@ -653,7 +692,7 @@ def test_three_step_matches_naive_steps(m):
 @pytest.mark.parametrize("m, centred", [(None, False), (3, False), (3, True)])
 def test_three_step_limit_matches_three_step(m, centred):
     """The eta -> 0 form: the same query and, up to scale, the same WV2 as three_step at tiny eta
-    (also with the centred MLP), and learner_accuracy is the argmax accuracy of the forward pass."""
+    (also with the centred MLP), and the learner's logits are the forward pass's."""
     rng = np.random.default_rng(3)
     task = rc.make_retrieval(32, 16, 4, rng, m=m)
     fixed = rc.retrieval_fixed(task)
@@ -667,15 +706,18 @@ def test_three_step_limit_matches_three_step(m, centred):
                                atol=1e-6)
     test = rc.sample_retrieval(task, 300, rng)
     logits = rc.retrieval_forward(b, fixed, test[:2])[0]
-    acc, att = train.learner_accuracy({"method": "three_step", "q": 4.0}, fixed, tr, test)
-    assert acc == (logits.argmax(1) == test[2]).mean() and 0.25 < att <= 1
+    got, att = ex.learner_logits({"method": "three_step", "q": 4.0}, fixed, tr, test)
+    np.testing.assert_array_equal(got, logits)
+    assert 0.25 < att <= 1
 
 
-def test_crn_sequences_share_informative_tokens_across_L():
+def test_sample_retrieval_shares_informative_tokens_across_L():
     """The same informative tokens, labels and leading distractors at every L <= Lmax."""
-    task = rc.make_retrieval(20, 8, 2, np.random.default_rng(0))
-    s2 = train.crn_sequences(task, 50, 2, 16, np.random.default_rng(1))
-    s16 = train.crn_sequences(task, 50, 16, 16, np.random.default_rng(1))
+    task2 = rc.make_retrieval(20, 8, 2, np.random.default_rng(0))
+    task16 = dict(task2, L=16)
+    s2 = rc.sample_retrieval(task2, 50, np.random.default_rng(1), Lmax=16)
+    s16 = rc.sample_retrieval(task16, 50, np.random.default_rng(1), Lmax=16)
+    task = task16
     rows = np.arange(50)
     assert (s2[2] == s16[2]).all() and (s2[0][rows, s2[1]] == s16[0][rows, s16[1]]).all()
     assert (task["perm"][s16[0][rows, s16[1]]] == s16[2]).all() and s16[0].shape == (50, 16)
@@ -695,8 +737,8 @@ def test_frozen_bias_by_hand():
 def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
     """The frozen (trigger) part sigma_b^2 ~ (V/N + 1/d)(1 + V/d) falls with d, so the run-to-run
     sd does too; it never falls below the V-trial binomial part acc(1-acc)(1/V + 1/n_test)."""
-    mean, sd = theory.retrieval_accuracy(128, 8000, 64, 8, 10.0, frozen=32)
-    mean_big, sd_big = theory.retrieval_accuracy(128, 8000, 1024, 8, 10.0, frozen=32)
+    mean, sd = theory.retrieval_accuracy_frozen(128, 8000, 64, 8, 10.0, draws=32)
+    mean_big, sd_big = theory.retrieval_accuracy_frozen(128, 8000, 1024, 8, 10.0, draws=32)
     assert sd > 0.05 and sd_big < sd / 2
     for a, s in ((mean, sd), (mean_big, sd_big)):
         assert s ** 2 >= a * (1 - a) * (1 / 128 + 1 / 2000) - 1e-12
@@ -730,8 +772,6 @@ def test_attention_and_query_by_hand():
     assert nu2 == pytest.approx(3 * p * p * np.exp(-2.0))            # inside the clip range
     # R = L(L-1) sqrt(V)(1 + V/d)/(2 d N) = 2*1*2*2/16 = 1/2
     assert theory.query_cosine(4, 2, 4, 2) == pytest.approx(1 / np.sqrt(1.25))
-    assert theory.arccos_kernel(1.0) == pytest.approx(0.5)
-    assert theory.arccos_kernel(0.0) == pytest.approx(1 / (2 * np.pi))
     # uncorrelated: E relu(a)^2 Var relu(b) = 1/2 (1/2 - 1/(2 pi)), frozen part E[relu]^2 Var relu;
     # fully shared: nothing is new for the token
     v0 = 0.5 - 1 / (2 * np.pi)
@@ -745,6 +785,20 @@ def test_attention_and_query_by_hand():
     np.testing.assert_allclose(theory._erfc(xs), [math.erfc(x) for x in xs], rtol=2e-7)
 
 
+def test_arccos_kernel_by_hand_and_monte_carlo():
+    """kappa(1) = E relu(a)^2 = 1/2, kappa(0) = (E relu(a))^2 = 1/(2 pi), kappa(-1) = 0; at
+    c = 0.3 and -0.6 against 10^6 samples (sd of the estimate < 1e-3); arrays elementwise."""
+    assert theory.arccos_kernel(1.0) == pytest.approx(0.5)
+    assert theory.arccos_kernel(0.0) == pytest.approx(1 / (2 * np.pi))
+    assert theory.arccos_kernel(-1.0) == pytest.approx(0.0, abs=1e-12)
+    z, e = np.random.default_rng(0).standard_normal((2, 1000000))
+    for c in (0.3, -0.6):
+        b = c * z + np.sqrt(1 - c * c) * e
+        assert theory.arccos_kernel(c) == pytest.approx(np.mean(np.maximum(z, 0) *
+                                                                np.maximum(b, 0)), abs=4e-3)
+    np.testing.assert_allclose(theory.arccos_kernel(np.array([1.0, 0.0])), [0.5, 1 / (2 * np.pi)])
+
+
 def test_accuracy_formula_limits_and_solvers():
     acc = lambda **k: theory.retrieval_accuracy(**dict(dict(V=64, N=4000, d=64, L=8, q=10.0), **k))
     assert acc(N=10 ** 7, d=4096) > 0.99                             # everything large: recall
@@ -756,6 +810,11 @@ def test_accuracy_formula_limits_and_solvers():
     assert theory.retrieval_accuracy(64, nstar * 0.97, 64, 8, 10.0) < 0.5
     assert theory.critical_N(128, 8, 8, 10.0, 0.9) == float("inf")  # 2V/d^2 alone forbids it
     assert theory.loglog_slope([1, 2, 4], [3, 12, 48]) == pytest.approx(2.0)
+    assert theory.coverage_bound(64, theory.coverage_N(64, 0.3)) == pytest.approx(0.3)
+    assert theory.bisect_log(lambda x: x < 10, 1.0, 100.0, 1.01) == pytest.approx((10, 10),
+                                                                                 rel=0.011)
+    terms = theory.retrieval_terms(64, 4000, 64, 8, 10.0)
+    assert set(terms) == {"overlap", "mean_bias", "crosstalk", "distractor"}
 
 
 def test_three_step_accuracy_matches_theory_at_one_point():
@@ -770,19 +829,20 @@ def test_three_step_accuracy_matches_theory_at_one_point():
     acc = (rc.retrieval_forward(params, fixed, test[:2])[0].argmax(1) == test[2]).mean()
     z2 = float(fixed["z_trig"] @ fixed["z_trig"])
     assert abs(acc - theory.retrieval_accuracy(64, 2000, 64, 4, 10.0, z2=z2)) < 0.10
-    r = train.run_draws_one(train._draws_cfg(64, 64, 4, [2000], 0, 4, n_test=1000))
+    r = ex.draws_one(ex.draws_config(64, 64, 4, [2000], 0, 4, n_test=1000))
     pred = np.mean([theory.retrieval_accuracy(64, 2000, 64, 4, 10.0, z2=z) for z in r["z2"]])
     assert np.min(r["attention"]) > 0.99 and abs(np.mean(r["accuracy"]) - pred) < 0.10
 
 
 @pytest.mark.parametrize("name", ["b_agree", "b_phase", "b_nstar", "b_embed", "b_mlp", "b_length"])
-def test_paper_b_experiment_tiny(name, tmp_path):
-    """Each experiment at tiny scale writes records, and its figure renders into tmp_path."""
-    runner = train.EXPERIMENTS[name][0]
-    records = runner(out=str(tmp_path), scale="tiny", jobs=1, seed=0)
+def test_paper_b_experiment_tiny(name, tmp_path, capsys):
+    """Each experiment at tiny scale writes records, prints its summary, and its figure renders."""
+    train.main([name, "--scale", "tiny", "--out", str(tmp_path)])
+    records, _ = train.load_records(str(tmp_path), name)
     assert records and all("result" in r for r in records)
     assert len(list((tmp_path / name).glob("[!_]*.json"))) == len(records)
-    path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
+    assert capsys.readouterr().out.count("\n") >= 2
+    path = plots.draw(name, str(tmp_path), path=str(tmp_path / f"{name}.png"))
     assert os.path.getsize(path) > 1000
 
 
@@ -804,19 +864,26 @@ def test_three_step_argmax_does_not_depend_on_eta_at_fixed_query_norm():
 
 # ----------------------------------------------------------------------------- N d L, gradient information, centred MLP
 
-def test_gradient_statistic_is_the_gradient_at_zero():
-    """The closed-form statistic equals grad_WV from recall.retrieval_backward at WV = WKQ = 0
-    (d < V and d > V), and grad_WKQ is zero there."""
+def first_gradient(fixed, tokens, pos, labels):
+    """grad_WV at WV = WKQ = 0, the statistic the gradient-information learner sees."""
+    return train.retrieval_grad(train.zero_params(fixed), fixed, tokens, pos, labels)[1]["WV"]
+
+
+def test_first_gradient_has_the_closed_form_of_gradinfo_decoder():
+    """grad_WV at zero is -(1/(N L)) E~^T C U_c (d < V and d > V), as gradinfo_decoder's
+    docstring says, and grad_WKQ is zero there."""
     rng = np.random.default_rng(4)
     for V, d, L in ((9, 4, 5), (6, 10, 3)):
         task = rc.make_retrieval(V, d, L, rng)
         fixed = rc.retrieval_fixed(task)
         tokens, pos, labels = rc.sample_retrieval(task, 40, rng)
-        _, g = train.retrieval_grad(train._zero_params(fixed), fixed, tokens, pos, labels)
-        G = train.gradient_statistic(fixed, tokens, labels)
-        assert np.linalg.norm(G) > 1e-3
-        np.testing.assert_allclose(G, g["WV"], rtol=1e-10, atol=1e-13)
-        assert np.abs(g["WKQ"]).max() < 1e-14
+        _, g = train.retrieval_grad(train.zero_params(fixed), fixed, tokens, pos, labels)
+        C = np.zeros((V, V))
+        np.add.at(C, (tokens, labels[:, None]), 1.0)               # C[x, y]
+        E_tilde, U_c = fixed["E"] + fixed["z_trig"] / L, fixed["U"] - fixed["U"].mean(0)
+        np.testing.assert_allclose(g["WV"], -(E_tilde.T @ C @ U_c) / (40 * L), rtol=1e-10,
+                                   atol=1e-13)
+        assert np.linalg.norm(g["WV"]) > 1e-3 and np.abs(g["WKQ"]).max() < 1e-14
 
 
 def test_gradinfo_decoder_reads_the_counts_when_d_exceeds_V():
@@ -831,23 +898,23 @@ def test_gradinfo_decoder_reads_the_counts_when_d_exceeds_V():
     for n in range(len(labels)):
         for i in range(L):
             C[tokens[n, i], labels[n]] += 1
-    G = train.gradient_statistic(fixed, tokens, labels)
+    G = first_gradient(fixed, tokens, pos, labels)
     np.testing.assert_array_equal(train.gradinfo_decoder(fixed, G, L), C.argmax(1))
 
 
-def test_crn_sequences_label_by_perm():
+def test_sample_retrieval_labels_by_perm():
     """Each label is perm[informative token], whatever the permutation."""
     task = dict(rc.make_retrieval(16, 4, 8, np.random.default_rng(4)), perm=np.arange(16)[::-1])
-    tokens, pos, labels = train.crn_sequences(task, 80, 8, 8, np.random.default_rng(3))
+    tokens, pos, labels = rc.sample_retrieval(task, 80, np.random.default_rng(3))
     assert (labels == 15 - tokens[np.arange(80), pos]).all() and (pos < 8).all()
 
 
 def test_run_draws_one_runs_every_learner_on_paired_draws():
     """One runner for three steps, Adam and gradient information: at d > V gradient information
     and Adam read the counts; at d = 4 three steps is far worse than at d = 64, on the same draws."""
-    cfg = lambda d, method: train._draws_cfg(16, d, 4, [64, 512], 7, 3, q=5.0, method=method,
-                                             n_test=300, steps=30, lr=0.05)
-    res = {(d, m): np.array(train.run_draws_one(cfg(d, m))["accuracy"])
+    cfg = lambda d, method: ex.draws_config(16, d, 4, [64, 512], 7, 3, q=5.0, method=method,  # noqa
+                                            n_test=300, steps=30, lr=0.05)
+    res = {(d, m): np.array(ex.draws_one(cfg(d, m))["accuracy"])
            for d in (4, 64) for m in ("three_step", "gradinfo", "adam")}
     assert all(v.shape == (3, 2) for v in res.values())
     assert res[64, "gradinfo"][:, 1].mean() > 0.9 and res[64, "adam"][:, 1].mean() > 0.9
@@ -875,12 +942,13 @@ def test_centred_mlp_backward_matches_finite_differences():
 
 def test_scaling_and_gradinfo_tiny(tmp_path):
     """b_scaling at tiny scale, and its two figures (b_scaling, b_gradinfo)."""
-    recs = train.run_b_scaling(out=str(tmp_path), scale="tiny", jobs=1, seed=0)
+    train.main(["b_scaling", "--scale", "tiny", "--out", str(tmp_path)])
+    recs, _ = train.load_records(str(tmp_path), "b_scaling")
     assert {r["config"]["method"] for r in recs} == {"three_step", "gradinfo", "adam"}
     assert all(np.shape(r["result"]["accuracy"]) == (r["config"]["draws"], len(r["config"]["Ns"]))
                for r in recs)
     for name in ("b_scaling", "b_gradinfo"):
-        path = plots.FIGURES[name](str(tmp_path), str(tmp_path / f"{name}.png"))
+        path = plots.draw(name, str(tmp_path), path=str(tmp_path / f"{name}.png"))
         assert os.path.getsize(path) > 1000
 
 
@@ -888,7 +956,8 @@ def test_scaling_and_gradinfo_tiny(tmp_path):
 
 def _function_source(path, name):
     src = open(path).read()
-    f = next(f for f in ast.walk(ast.parse(src)) if isinstance(f, ast.FunctionDef) and f.name == name)
+    f = next(f for f in ast.walk(ast.parse(src))
+             if isinstance(f, ast.FunctionDef) and f.name == name)
     return "".join(src.splitlines(keepends=True)[f.lineno - 1:f.end_lineno])
 
 
@@ -909,30 +978,60 @@ def _check(copy, *args):
 
 
 def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
+    """`homework.py make` writes a copy without answers (the sheet and docs included); `check`
+    says not attempted, passed or failed with every parameter's error, or names the missing
+    exercise; the withheld fast forms run on the student's textbook ones."""
+    if "withheld from the student copy" in open(os.path.join(HERE, "recall.py")).read():
+        pytest.skip("a student copy: homework.py make needs the reference solutions")
     copy = str(tmp_path / "hw")
     r = subprocess.run([sys.executable, os.path.join(HERE, "homework.py"), "make", copy],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr            # make first checks that the reference passes
+    assert sorted(os.listdir(copy)) == sorted(homework.COPIED + ["Makefile"])
+    for doc in ("EXERCISES.md", "README.md", "MODEL.md", "RESULTS.md"):   # copied as they are
+        assert open(os.path.join(copy, doc)).read() == open(os.path.join(HERE, doc)).read()
+    assert re.findall(r"(?m)^(check|test):", open(os.path.join(copy, "Makefile")).read()) == [
+        "check", "test"]
     names = {n: e[0] for n, e in homework.EXERCISES.items()}
     sheet = open(os.path.join(copy, "EXERCISES.md")).read()
-    assert all(f"    exercise {n} {f}: passed\n" in sheet for n, f in names.items())
+    assert all(f"## Exercise {n}: `{f}`" in sheet for n, f in names.items())
     stubs = "".join(open(os.path.join(copy, m)).read() for m in homework.MODULES)
     assert len(re.findall(r'raise NotImplementedError\("exercise \d+: ', stubs)) == len(names)
     assert stubs.count("withheld from the student copy") == len(homework.WITHHELD)   # no answers
-    assert "(P > 0)" not in stubs.split("def transformer_backward")[1].split("\ndef ")[0]
+    for name in ("transformer_backward", "retrieval_backward"):        # not even the ReLU mask
+        assert "(P > 0)" not in _function_source(os.path.join(copy, "recall.py"), name)
+    assert "raise NotImplementedError" in _function_source(os.path.join(copy, "train.py"),
+                                                           "three_step_limit")
     code, lines = _check(copy)
     assert code == 0 and lines == [f"exercise {n} {f}: not attempted" for n, f in names.items()]
     _paste(copy, "recall.py", "linear_memory_backward")
     _paste(copy, "recall.py", "mlp_memory_backward", lambda s: s.replace(" * (P > 0)", ""))
     _paste(copy, "train.py", "three_step")         # the ReLU mask dropped; three_step needs 1, 6
     code, lines = _check(copy)
-    assert code == 1 and [l.endswith(": not attempted") for l in lines] == [n not in (2, 3, 7) for n in names]
-    assert lines[1] == "exercise 2 linear_memory_backward: passed"
-    assert re.fullmatch(r"exercise 3 mlp_memory_backward: failed \(worst relative gradient "
-                        r"error \d\.\de-0[1-4] in (W1|b1)\)", lines[2]), lines
+    assert code == 1 and [l.endswith(": not attempted") for l in lines] == [
+        n not in (2, 3, 7) for n in names]
+    assert re.fullmatch(r"exercise 2 linear_memory_backward: passed \(relative gradient error "
+                        r"W \d\.\de-\d\d\)", lines[1]), lines
+    m = re.fullmatch(r"exercise 3 mlp_memory_backward: failed \(relative gradient error "
+                     r"W1 (\S+), b1 (\S+), W2 (\S+)\)", lines[2])
+    assert m and float(m[2]) > 1e-2 and float(m[3]) < 1e-6, lines     # b1 is wrong, W2 right
     assert lines[6] == "exercise 7 three_step: failed (uses exercise 1, which is not attempted yet)"
-    code, lines = _check(copy, "99")
-    assert code == 2 and lines == []
+    for name in ("cross_entropy", "transformer_textbook_backward", "retrieval_textbook_backward"):
+        _paste(copy, "recall.py", name)
+    code, lines = _check(copy, "7")     # on exercise 1 and, through retrieval_backward, 6
+    assert code == 0 and re.fullmatch(r"exercise 7 three_step: passed \(relative error "
+                                      r"WKQ \S+, WV \S+\)", lines[0]), lines
+    fast = ["test_fast_transformer_matches_textbook_forward_and_backward",
+            "test_retrieval_fast_and_textbook_match_naive_loops"]
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        *(f"test_recall.py::{t}" for t in fast)],
+                       cwd=copy, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]      # the fast forms run on the textbook ones
+    for args in (["99"], ["x"], ["1", "2"], ["nonsense"]):
+        assert _check(copy, *args) == (2, [])
+    r = subprocess.run([sys.executable, "homework.py", "make", copy], cwd=copy,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not an empty directory" in r.stderr
 
 
 def test_gaussian_fresh_accuracy_matches_gaussian_logits_and_exceeds_heavy_tails():
@@ -948,6 +1047,6 @@ def test_gaussian_fresh_accuracy_matches_gaussian_logits_and_exceeds_heavy_tails
         logits = base + noise
         logits[np.arange(n), labels] += 2.8
         measured = np.mean(logits.argmax(1) == labels)
-        score = train.gaussian_fresh_accuracy(logits, labels)
+        score = ex.gaussian_fresh_accuracy(logits, labels)
         assert 0.2 < measured < 0.8
         assert (abs(score - measured) < 0.015) if agree else (score - measured > 0.05), (score, measured)

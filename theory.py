@@ -2,14 +2,13 @@
 
 Sources: [paper A] Nichani, Lee, Bietti (ICLR 2025); [paper A figure] a reference line drawn
 by its authors; [paper B] Vural, Bietti, Soltanolkotabi, Wu (ICLR 2026); [ours] derived in
-this project for the concrete model it fixes, and checked against its simulations.
-"""
+this project for the concrete model it fixes, and checked against its simulations."""
 import math
 
 import numpy as np
 
 
-# ----------------------------------------------------------------------------- counting and parameters
+# ----------------------------------------------------------------------------- counting
 
 def transformer_params(d, H, dh, m):
     """[paper A] Parameters of the one-layer transformer without embeddings: 4 H dh d + 2 m d."""
@@ -19,11 +18,12 @@ def transformer_params(d, H, dh, m):
 # ----------------------------------------------------------------------------- paper A, memories
 
 # Reference constants, each with its source.
-C_SHARP_LINEAR = 2.0      # [later work: Barnfield et al.; Giorlandino et al.] d^2 = 2 N ln N, top-1 recall
+C_SHARP_LINEAR = 2.0      # [later work: Barnfield et al.; Giorlandino et al.] d^2 = 2 N ln N,
+                          # the sharp threshold for top-1 recall
 C_AUTHORS_LINEAR = 1.3    # [paper A figure] the guide line d^2 = 1.3 N ln N of Fig. 1 left
 C_AUTHORS_MLP_MN = 0.35   # [paper A figure] m d = 0.35 N ln N, MLP memory with M = N classes
 C_AUTHORS_MLP_M32 = 1.2   # [paper A figure] m d = 1.2 N, MLP memory with M = 32 classes
-C_AUTHORS_FACTS = 0.15    # [paper A figure] facts = 0.15 params, one-layer transformer (Fig. 4 left)
+C_AUTHORS_FACTS = 0.15    # [paper A figure] facts = 0.15 params, transformer (Fig. 4 left)
 GARDNER_BITS = 2.0        # [Gardner 1988] at most 2 bits per weight for random dichotomies
 
 
@@ -57,7 +57,7 @@ def mlp_reference_N(md, regime):
 
 
 def bits_per_param(N, M, params):
-    """[counting] Bits stored per parameter when N items are mapped to M classes: N log2 M / params."""
+    """[counting] Bits per parameter when N items are mapped to M classes: N log2 M / params."""
     return N * math.log2(M) / params
 
 
@@ -116,22 +116,12 @@ def authors_frontier_mlp(attn_params, facts):
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
-# Our concrete model (REPRODUCE.md, "Paper B model"): E, U, z_trig, z_eos with N(0, 1/d) entries, after the three
-# steps with eta -> 0.  Then WV2 is proportional to the attention-weighted Hebbian memory
-#     M = sum_n phi_n r_n^T,   r_n = u_{y_n} - u_bar,   phi_n = sum_i a_ni h_ni,
-# and the learned query w = WKQ1 z_eos, of norm q, points along z_trig (measured cos > 0.99; the
-# step-2 estimation noise of w is not modelled).  Scores: the informative position gets
-# beta = w.z_trig = q |z_trig| plus its token's score g_x = e_x.w, every position gets g_x.
-# Across tokens zeta_x = e_x.z_trig ~ N(0, z2/d) and g_x = q zeta_x / |z_trig| ~ N(0, q^2/d):
-# the token that the query likes is also the one whose embedding leans on the trigger.
-# Symbols:
-#   A = N / V        samples per label;  z2 = |z_trig|^2 (1 on average)
-#   P(x)             attention on the informative position of a sequence whose answer token sits
-#                    at standard-normal node x (zeta = x sqrt(z2/d), g = x q/sqrt(d)); mean field
-#                    over the L-1 distractors: sum_i e^{g_i} ~ (L-1) e^{tau^2/2}, tau^2 = q^2/d
-#   nu2(x)           |nu|^2, the squared norm of the distractor part nu = sum_{i != l} a_i e_{x_i}
-#   K(x)             P (z2 + zeta): how strongly the trigger direction is written with that label
-#   p2, K2, vK, rho2 E P^2, E K^2, Var K over tokens, E nu2 over training sequences.
+# The three-step model with eta -> 0 (MODEL.md, section 3) and its predicted accuracy, derived in
+# MODEL.md, section 4 ("MODEL.md 4.k" below is its item k), whose symbols these functions use:
+# A = N / V samples per label, z2 = |z_trig|^2, p the attention on the informative position,
+# nu2 = |nu|^2 the distractor mass, K = p (z2 + zeta) how strongly a label is written along the
+# trigger, f_t the test vector's coordinate along it, S the correct logit's lead, sigma^2 the
+# wrong logits' variance / S^2.
 
 def _normal_nodes(n):
     """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
@@ -167,24 +157,19 @@ def coverage_bound(V, N):
 
 
 def query_cosine(V, N, d, L):
-    """[ours] Cosine between the learned query w = WKQ1 z_eos and z_trig: the step-2 estimation noise.
-
-    With uniform attention at step 2 the gradient on the query is, up to a constant,
-    sum_n C_n G r_n with G = sum_k phi_k r_k^T (= WV1 / eta) and C_n the within-sequence scatter
-    of the rows h.  Its trigger part is 2 N A / L along z_trig (the informative row carries z).
-    The label-count fluctuations leave a part along the mean pooled vector
-    phi_bar ~ E_bar (L-1)/L: C_bar G sum_y c_y r_y ~ ((L-1)/d) N (1 + V/d) E_bar, |E_bar| ~ 1/sqrt(V).
-    Their ratio R = L (L-1) sqrt(V) (1 + V/d) / (2 d N) gives cos = 1 / sqrt(1 + R^2): the query
-    points along the mean embedding unless N d >> L^2 sqrt(V) (1 + V/d)."""
+    """[ours] Cosine between the learned query w = WKQ1 z_eos and z_trig (MODEL.md 4.2): the
+    step-2 noise along the mean embedding over the trigger part, R, gives cos = 1/sqrt(1 + R^2);
+    the query aligns only when N d >> L^2 sqrt(V) (1 + V/d)."""
     R = L * (L - 1) * math.sqrt(V) * (1 + V / d) / (2 * d * N)
     return 1.0 / math.sqrt(1.0 + R * R)
 
 
-def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):  # exercise 9
+def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
     """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
     sequence whose answer token has score g, with query norm q (beta = q cos |z_trig|,
     tau^2 = q^2/d; cos from `query_cosine`).
-        p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),   |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
+        p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),
+        |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
     the latter clipped to its possible range [(1-p)^2/(L-1), (1-p)^2]."""
     g = np.asarray(g, dtype=float)
     beta, tau2 = q * cos * math.sqrt(z2), q * q / d
@@ -195,28 +180,19 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):  # exercise 9
 
 
 def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
-    """[ours] Mean lead of the correct logit over a typical wrong one:
-        S = A p_t P_t + f_t A (K_t - Kbar),   P_t = p_t (same token, mean field),
-    the first part from e_t.e_t, the second from the trigger direction: phi_t.phi_n contains
-    (phi_t.z)(z.phi_n)/z2 = f_t K_n, f_t = p_t (z2 + zeta_t) / z2 the test vector's coordinate
-    along z_trig.  Only the excess of this label's K over the average survives the centring
-    r = u - u_bar, so tokens the query attends less than average are stored more weakly."""
+    """[ours] Mean lead S of the correct logit over a typical wrong one (MODEL.md 4.4): from
+    e_t.e_t, and from the trigger direction, where only the excess of the label's K over the
+    mean survives the centring r = u - u_bar."""
     A = N / V
     return A * p_t * p_t + f_t * A * (K_t - Kbar)
 
 
 def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
-    """[ours] Variances of a wrong logit divided by S^2 (S from `retrieval_signal`), for a test
-    sequence with informative attention p_t, distractor mass nu2_t, trigger component f_t:
-      overlap      A^2 p_t^2 (p2 + p_t^2) / d: e_t.e_j between the test token and the wrong label's
-                   token, and the correct label's own memory leaking into u_v through u_y.u_v
-      mean_bias    (f_t^2 + nu2_t z2/d)(A K2 + A^2 vK)(1 + V/d): the shared trigger direction z
-                   times the fluctuation of the attention-weighted label counts (V/N + V^2/(N d)
-                   when saturated: the multiplicative N d term) and of z.e_j across tokens
-      crosstalk    V A^2 p2 (p_t^2 + nu2_t)/d^2 + A^2 p2 nu2_t/d: superposition of the other tokens'
-                   memories, and of the labels of the test's own distractors
-      distractor   (V |phi_t|^2/d + p_t^2 + nu2_t) A rho2 (1/d + 1/V): memories written by the
-                   distractor tokens of the training sequences ("gradient noise"; 0 when saturated)
+    """[ours] Variances of a wrong logit over S^2 for a test sequence with attention p_t,
+    distractor mass nu2_t, trigger coordinate f_t (MODEL.md 4.5): overlap (e_t.e_j), mean_bias
+    (the shared trigger times the label-count fluctuations: the multiplicative N d term),
+    crosstalk (the other tokens' memories in superposition) and distractor (memories written by
+    distractors, the "gradient noise"; p2, K2, vK, rho2: E p^2, E K^2, Var K, E nu2 over tokens).
     With p = 1, nu = 0 the sum is 3/d + 2V/d^2 + V/N + V^2/(N d) (to leading order)."""
     A = N / V
     S2 = S * S
@@ -229,11 +205,10 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
 
 
 def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
-    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd.  The
-    memory's trigger direction carries label v with weight xi_v = c_v K(x_v) (count c_v ~ Poisson(A)
-    times K = p (z2 + zeta) of its token), centred, times |u_v|^2 ~ 1 + sqrt(2/d) eps, plus the other
-    labels' weights leaking through u_j.u_v (Gaussian, V/d times the variance).  Skewed (Poisson
-    counts) and the same for every test row of one run.  Fixed seed."""
+    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd
+    (MODEL.md 4.7): label v's weight along the trigger, c_v K(x_v) with its count c_v ~
+    Poisson(A), centred, times |u_v|^2, plus the other labels' weights leaking through u_j.u_v.
+    Skewed, and the same for every test row of one run."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((draws, V - 1))
     p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, cos)
@@ -243,28 +218,11 @@ def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
     return (xi + math.sqrt(V / d) * sd * rng.standard_normal(x.shape)) / (sd * math.sqrt(1 + V / d))
 
 
-def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, frozen=0,
-                       n_test=2000, seed=0):
-    """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
-
-    For each answer token (Gauss-Hermite node x over its score): the correct logit is S + sigma S Z
-    with sigma^2 the sum of `retrieval_noise_terms`; the labels not in the sequence have
-    N(0, sigma^2 S^2) logits; the label of each distractor i is a competitor whose mean is
-    S c_i with c_i = a_i A P(g_i) / S, a_i = p_t exp(g_i - beta - g_t):
-        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
-    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W) and
-    the finite width adds noise: see `mlp_rescale`, `mlp_noise`.  terms=True (and frozen=0) also
-    returns the noise terms of a typical token (the node nearest x = 0).  Capped by `coverage_bound`.
-
-    frozen=k > 0: the frozen label bias.  The trigger part of the mean bias, sigma_b^2 =
-    T_mean_bias f_t^2 / (f_t^2 + nu_t^2 z2/d) (+ T_mlp_frozen), is one vector b shared by every
-    test row of a run; the rest, sigma_f^2 = sigma^2 - sigma_b^2, is fresh.  Given b,
-        acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + sigma_o Z - sigma_b b_v) / sigma_f) ]
-    (sigma_o^2 = sigma_f^2 + 4/d + v_c + the correct label's own crosstalk share of sigma_b^2),
-    averaged over k sampled runs b (`frozen_bias_draws` with `seed`).  Returns (mean, sd) over runs, with
-        sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)
-    (at saturated attention all test rows of a token share their logits: V Bernoulli trials).
-    """
+def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
+    """[ours] The answer token at Gauss-Hermite nodes x of its score g = x q / sqrt(d): per node
+    its weight w, signal S and, where S > 0, noise terms T, trigger coordinate f, distractor mass
+    nu2, competitor means c (over S, per node of a distractor) and per-token spread v_c.
+    Returns (nodes, node weights wx)."""
     A = N / V
     x, wx = _normal_nodes(n_nodes)
     g = q / math.sqrt(d) * x                                 # token scores e_x.w
@@ -274,70 +232,106 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24, terms=False, f
     K = p * (z2 + zeta)
     p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
     vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
-    zs, wz = _normal_nodes(2 * n_nodes if not frozen else 16)
-    n_comp = min(L - 1, V - 1)                               # distractors' labels
-    yn, wn = _normal_nodes(8)
-    beta = frozen_bias_draws(V, A, d, q, L, z2, cos, frozen, seed) if frozen else None
-    acc, typical = np.zeros(max(frozen, 1)), {}
+    nodes = []
     for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
         ft = Kt / z2                                         # (phi_t . z_trig) / z2
         S = retrieval_signal(V, N, pt, ft, Kt, Kbar)
+        nodes.append({"x": xt, "w": wt, "S": S})
         if S <= 0:                                           # not stored at all: chance
-            acc += wt / V
             continue
         T = retrieval_noise_terms(V, N, d, pt, n2t, ft, S, p2, K2, vK, rho2, z2)
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_rescale(T, d, pt, n2t, z2)
                 T.update(mlp_noise(V, d, m, pt, n2t, z2))
-        sig = math.sqrt(sum(T.values()))
-        c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # competitor means / S, (nodes,)
-        # Per-token spread of the signal, the same for every test row of that token, so it is
-        # integrated over rather than added to sigma: the norms |e_t|^2 |u_y|^2 (relative variance
-        # 4/d) and the label's own count c_y ~ Poisson(A), which scales the e_t.e_t part as well as
-        # the trigger part already in the mean bias (3 V/N more when saturated).
+        # the per-token spread of the signal, shared by all test rows of the token: the label's
+        # own count c_y ~ Poisson(A) (v_c) and, added by the callers, |e_t|^2 |u_y|^2 (4/d)
         v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
-        if frozen:
-            sb2 = T["mean_bias"] * ft ** 2 / (ft ** 2 + n2t * z2 / d) + T.get("mlp_frozen", 0.0)
-            sf = math.sqrt(sig ** 2 - sb2)
-            a = (1 + math.sqrt(sf ** 2 + 4 / d + v_c + sb2 * V / (V + d)) * zs) / sf   # (nz,)
-            b = math.sqrt(sb2) / sf * beta[:, :, None]                            # (k, V-1, 1)
-            lp = np.log(_Phi(a - b[:, n_comp:]) + 1e-300).sum(1)                 # (k, nz)
-            comp = _Phi(a - (c / sf)[::3, None] - b[:, :n_comp, :, None])       # every 3rd node: (k, nc, ng, nz)
-            lp += np.log(np.einsum("g,kcgz->kcz", wx[::3] / wx[::3].sum(), comp) + 1e-300).sum(1)
-            acc += wt * (np.exp(lp) @ wz)
+        c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # (nodes,)
+        nodes[-1].update(T=T, f=ft, nu2=n2t, v_c=v_c, c=c)
+    return nodes, wx
+
+
+def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
+    """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
+
+    For each answer token (`_token_nodes`): the correct logit is S + sigma S Z with sigma^2 the
+    sum of the noise terms; the labels not in the sequence have N(0, sigma^2 S^2) logits; the
+    label of each distractor i is a competitor whose mean is S c_i, c_i = a_i A P(g_i) / S:
+        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
+    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W)
+    and the finite width adds noise (`mlp_rescale`, `mlp_noise`).  Capped by `coverage_bound`."""
+    nodes, wx = _token_nodes(V, N, d, L, q, m, z2, n_nodes)
+    z, wz = _normal_nodes(2 * n_nodes)
+    y, wy = _normal_nodes(8)
+    n_comp = min(L - 1, V - 1)                               # distractors' labels
+    acc = 0.0
+    for t in nodes:
+        if t["S"] <= 0:
+            acc += t["w"] / V
             continue
-        s = np.maximum(1 + math.sqrt(4 / d + v_c) * yn, 1e-3)[:, None]   # (ny, 1) signal scales
-        other = _Phi(s / sig + zs) ** (V - 1 - n_comp)                # (ny, nz) other labels
-        comp = (wx * _Phi((s[:, :, None] - c) / sig + zs[:, None])).sum(2) ** n_comp   # (ny, nz)
-        acc += wt * float(wn @ (other * comp) @ wz)
-        if not typical or abs(xt) < abs(typical["x"]):
-            typical = dict(T, x=xt)
+        sig = math.sqrt(sum(t["T"].values()))
+        s = np.maximum(1 + math.sqrt(4 / d + t["v_c"]) * y, 1e-3)[:, None]   # (ny, 1) signal scales
+        other = _Phi(s / sig + z) ** (V - 1 - n_comp)                        # (ny, nz) other labels
+        comp = (wx * _Phi((s[:, :, None] - t["c"]) / sig + z[:, None])).sum(2) ** n_comp
+        acc += t["w"] * float(wy @ (other * comp) @ wz)
+    return float(min(acc, coverage_bound(V, N)))
+
+
+def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
+                              n_nodes=24):
+    """[ours] `retrieval_accuracy` with the frozen label bias (MODEL.md 4.7): (mean, sd) over
+    `draws` runs.  The trigger part of the noise, sb2, is one vector b per run, shared by its
+    test rows; the rest, sf^2, is fresh.  Given b (`frozen_bias_draws` with `seed`),
+        acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v) / sf) ],
+        sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
+    nodes, wx = _token_nodes(V, N, d, L, q, m, z2, n_nodes)
+    z, wz = _normal_nodes(16)
+    n_comp = min(L - 1, V - 1)                               # distractors' labels
+    bias = frozen_bias_draws(V, N / V, d, q, L, z2, query_cosine(V, N, d, L), draws, seed)
+    acc = np.zeros(draws)
+    for t in nodes:
+        if t["S"] <= 0:
+            acc += t["w"] / V
+            continue
+        T, f = t["T"], t["f"]
+        sb2 = T["mean_bias"] * f ** 2 / (f ** 2 + t["nu2"] * z2 / d) + T.get("mlp_frozen", 0.0)
+        sf = math.sqrt(math.sqrt(sum(T.values())) ** 2 - sb2)
+        a = (1 + math.sqrt(sf ** 2 + 4 / d + t["v_c"] + sb2 * V / (V + d)) * z) / sf   # (nz,)
+        b = math.sqrt(sb2) / sf * bias[:, :, None]                          # (draws, V-1, 1)
+        lp = np.log(_Phi(a - b[:, n_comp:]) + 1e-300).sum(1)               # (draws, nz)
+        comp = _Phi(a - (t["c"] / sf)[::3, None] - b[:, :n_comp, :, None])  # every 3rd node
+        lp += np.log(np.einsum("g,kcgz->kcz", wx[::3] / wx[::3].sum(), comp) + 1e-300).sum(1)
+        acc += t["w"] * (np.exp(lp) @ wz)
     acc = np.minimum(acc, coverage_bound(V, N))
-    typical.pop("x", None)
-    if frozen:
-        sd = math.sqrt(acc.var() + float(np.mean(acc * (1 - acc))) * (1 / V + 1 / n_test))
-        return float(acc.mean()), sd
-    return (float(acc[0]), typical) if terms else float(acc[0])
+    sd = math.sqrt(acc.var() + float(np.mean(acc * (1 - acc))) * (1 / V + 1 / n_test))
+    return float(acc.mean()), sd
+
+
+def retrieval_terms(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
+    """[ours] The noise terms (each over S^2) of the typical answer token, the stored node
+    nearest x = 0; {} if no token is stored."""
+    stored = [t for t in _token_nodes(V, N, d, L, q, m, z2, n_nodes)[0] if t["S"] > 0]
+    return min(stored, key=lambda t: abs(t["x"]))["T"] if stored else {}
 
 
 # With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
 # phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
-# the arc-cosine kernel  m |phi_t||phi_n| / d * kappa(c),  kappa(c) = (sin t + (pi - t) cos t)/(2 pi),
-# t = arccos c.  Pooled vectors of different tokens have cosine c0 = z2 p^2 / ((1 + z2) p^2 + |nu|^2)
-# (the shared trigger), of the same token c1 = (1 + z2) p^2 / ((1 + z2) p^2 + |nu|^2).
+# m |phi_t||phi_n| / d * kappa(c), kappa the arc-cosine kernel and c the cosine of phi_t, phi_n.
+# Pooled vectors of different tokens have cosine c0 = z2 p^2 / ((1 + z2) p^2 + |nu|^2) (the
+# shared trigger), of the same token c1 = (1 + z2) p^2 / ((1 + z2) p^2 + |nu|^2).
 
-def arccos_kernel(c):
-    """[standard] E[relu(a) relu(b)] for unit-variance Gaussians a, b with correlation c."""
-    t = np.arccos(np.clip(c, -1.0, 1.0))
+def arccos_kernel(c):  # exercise 9
+    """[standard] kappa(c) = E[relu(a) relu(b)] for standard Gaussians a, b with correlation c
+    (the arc-cosine kernel of degree 1), in closed form; c may be an array."""
+    t = np.arccos(np.clip(c, -1.0, 1.0))                     # the angle between a and b
     return (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi)
 
 
 def _relu_token_var(c, n=32):
-    """The part of relu(a) relu(b) new for each token b (a = sqrt(c) s + sqrt(1-c) e, b the same
-    with e'; s, e, e' independent N(0, 1), s the shared trigger): E[relu(a)^2 Var(relu(b) | s)] =
-    E[r1^2 v] + E[v^2], r1 and v the mean and variance of relu(b) given s (moments of a truncated
-    normal); the first part is the same for every test row a (frozen), the second fresh."""
+    """[ours] The part of relu(a) relu(b) new for each token b, E[relu(a)^2 Var(relu(b) | s)],
+    a = sqrt(c) s + sqrt(1-c) e, b the same with e' (s the shared trigger): E[r1^2 v] (frozen:
+    the same for every test row) and E[v^2] (fresh); r1, v: relu(b)'s mean and variance given s."""
     x, w = _normal_nodes(n)
     mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
     cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
@@ -348,9 +342,9 @@ def _relu_token_var(c, n=32):
 
 def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
     """[ours] The linear-kernel noise terms, rescaled for the arc-cosine kernel: overlap noise
-    enters through the kernel's slope kappa'(c0) = (pi - arccos c0)/(2 pi), the mean bias through
+    enters through the kernel's slope kappa'(c0), the mean bias through
     its common value kappa(c0); both relative to the kernel's signal kappa(c1) - kappa(c0)."""
-    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same token
+    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
     lin = c1 - c0
@@ -362,13 +356,10 @@ def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
 
 
 def mlp_noise(V, d, m, p_t, nu2_t, z2=1.0):
-    """[ours] "MLP noise": the finite width m makes relu(phi_t W).relu(phi_j W) fluctuate around
-    its mean.  The part common to all tokens j (through the shared trigger z_trig . W) cancels
-    in the centred labels r = u - u_bar up to the count fluctuations already in the mean bias;
-    what is new for each wrong label's own token and the V tokens' cross-talk (weights
-    r_j.u_v ~ N(0, 1/d)) is `_relu_token_var(c0)` per feature: each of its two parts times
-    (1 + V/d) / (m (kappa(c1) - kappa(c0))^2), relative to the signal (so m d must grow like V)."""
-    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same token
+    """[ours] "MLP noise" (MODEL.md 4.5): the finite width m makes relu(phi_t W).relu(phi_j W)
+    fluctuate; the part new for each token, `_relu_token_var(c0)` per feature, times
+    (1 + V/d) / (m (kappa(c1) - kappa(c0))^2) relative to the signal: m d must grow like V."""
+    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     frozen, fresh = (v * (1 + V / d) / (m * dk ** 2) for v in _relu_token_var(c0))
     return {"mlp_frozen": frozen, "mlp_fresh": fresh}
@@ -376,24 +367,31 @@ def mlp_noise(V, d, m, p_t, nu2_t, z2=1.0):
 
 # Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
 
-def _bisect_log(f, lo, hi, iters=40):
-    """Smallest x in [lo, hi] (log scale) with f(x) True, f monotone; inf if f(hi) is False."""
-    if not f(hi):
-        return math.inf
-    if f(lo):
-        return lo
-    for _ in range(iters):
+def bisect_log(pred, lo, hi, ratio=1.001, integer=False):
+    """Where a monotone predicate flips: given pred(lo) != pred(hi), bisect in log scale, keeping
+    pred(lo) and pred(hi) as they are, until hi / lo <= ratio (integers: or hi = lo + 1).
+    Returns (lo, hi).  The one bisection of the project (capacities, critical sizes)."""
+    at_lo = pred(lo)
+    while hi / lo > ratio and not (integer and hi - lo <= 1):
         mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if f(mid) else (mid, hi)
-        if hi / lo < 1.001:
-            break
-    return hi
+        if integer:
+            mid = min(max(int(round(mid)), lo + 1), hi - 1)
+        lo, hi = (mid, hi) if pred(mid) == at_lo else (lo, mid)
+    return lo, hi
 
 
 def critical_N(V, d, L, q, tau, m=None, z2=1.0):
-    """[ours] N* : the smallest sample size whose predicted accuracy reaches tau (inf if none:
-    the N-independent terms 3/d + 2V/d^2 alone can forbid it)."""
-    return _bisect_log(lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau, V, 1e9)
+    """[ours] N* : the smallest sample size whose predicted accuracy reaches tau (inf if none
+    below 1e9: the N-independent terms 3/d + 2V/d^2 alone can forbid it)."""
+    reaches = lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau   # noqa: E731
+    if not reaches(1e9):
+        return math.inf
+    return V if reaches(V) else bisect_log(reaches, V, 1e9)[1]
+
+
+def coverage_N(V, tau):
+    """[ours] The N at which `coverage_bound` reaches tau: no learner reaches tau with fewer."""
+    return math.log(1 - tau) / math.log(1 - 1 / V) - 1
 
 
 def loglog_slope(x, y):
@@ -416,7 +414,7 @@ def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
     """[ours] 1/sigma of `retrieval_accuracy` at the typical token (0 if nothing is stored): the
     one number through which N, d and L act; at saturated attention
     sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d), so N and d multiply."""
-    _, T = retrieval_accuracy(V, N, d, L, q, m, z2, terms=True)
+    T = retrieval_terms(V, N, d, L, q, m, z2)
     return 1.0 / math.sqrt(sum(T.values())) if T else 0.0
 
 

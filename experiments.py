@@ -1,0 +1,866 @@
+"""experiments.py -- every experiment of the two papers, each as one block of data and code:
+
+    NAME = {"tiny": {...}, "small": {...}, "full": {...}}   its grid per scale, named fields
+    name_configs(grid, seed) -> [config]                    one config per run
+    name_one(config) -> result                              runs one config (the models of
+                                                            recall.py, the training of train.py)
+    name_summary(records) -> str                            the table it prints
+
+`python train.py NAME --scale S --set FIELD=VALUE` runs it (train.sweep: resumable, parallel);
+a --set replaces a field of the grid before the configs are made, so the fields computed from it
+follow.  EXPERIMENTS at the end lists them.  Paper A's setups are A1..A5, paper B's model and
+formula are derived in MODEL.md; [ours] marks a choice of this project."""
+import hashlib
+import math
+
+import numpy as np
+
+import recall as rc
+import theory
+import train
+
+SCALES = ("tiny", "small", "full")
+
+
+def by_scale(small, **changes):
+    """The grid per scale: `small` as given, tiny and full as small with their changes."""
+    return {"tiny": dict(small, **changes.get("tiny", {})), "small": small,
+            "full": dict(small, **changes.get("full", {}))}
+
+
+def seeds(g, seed):
+    return range(seed, seed + g["seeds"])
+
+
+# ----------------------------------------------------------------------------- fig5 (A5)
+# Paper A, Fig. 5: linear attention on one-hot embeddings learns in stages (sequential learning).
+
+FIG5 = by_scale(dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps=8192,
+                     n_test=4096, eval_every=64, dtype="float32"),
+                tiny=dict(lr=0.3, batch=256, steps=2048, n_test=1024, eval_every=32))
+
+
+def fig5_configs(g, seed):
+    """The paper's run at small and full; tiny: lr 0.3, batch 256, 2048 steps (same stages)."""
+    return [dict(g, seed=seed)]
+
+
+def fig5_one(cfg):
+    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (A5); the
+    test losses of `fig5_losses` every eval_every steps."""
+    rng = np.random.default_rng(cfg["seed"])
+    dt = np.dtype(cfg["dtype"])
+    task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
+    d = task["vocab"]                                               # one-hot: d = vocab = 41
+    fixed = {"E": rc.embeddings(d, d, rng, "onehot").astype(dt)}
+    params = {"A": np.full((d, d), cfg["init"], dtype=dt),
+              "WV": np.full((d, task["n_answers"]), cfg["init"], dtype=dt)}
+    test_x, test_y = rc.sample_facts(task, cfg["n_test"], rng)
+    curve = {"step": [], "total": [], "relation": [], "subject": [], "accuracy": []}
+    for step in range(cfg["steps"] + 1):
+        if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
+            logits, _ = rc.linear_attention_forward(params, fixed, test_x)
+            losses = fig5_losses(logits, test_y, cfg["D"])
+            for k, v in zip(("total", "relation", "subject"), losses):
+                curve[k].append(round(float(v), 6))
+            curve["step"].append(step)
+            curve["accuracy"].append(rc.accuracy(logits, test_y))
+        if step == cfg["steps"]:
+            break
+        x, y = rc.sample_facts(task, cfg["batch"], rng)
+        logits, cache = rc.linear_attention_forward(params, fixed, x)
+        _, dlogits = rc.cross_entropy(logits, y)
+        train.sgd_step(params, rc.linear_attention_backward(dlogits, cache), cfg["lr"])
+    return curve
+
+
+def fig5_losses(logits, y, D):
+    """Total, relation-only and subject-only cross-entropy (means over rows).
+    relation-only: -log sum_{a in y's relation block} p(a)   (is the relation known?)
+    subject-only:  -log sum_{a = y mod D} p(a)               (is the subject's slot known?)"""
+    logp = rc.log_softmax(logits)                                   # (B, D R)
+    B, n = logp.shape
+    rows = np.arange(B)
+    blocks = logp.reshape(B, n // D, D)                             # (B, R, D)
+    rel = np.logaddexp.reduce(blocks[rows, y // D], axis=1)         # (B,)
+    sub = np.logaddexp.reduce(blocks[rows, :, y % D], axis=1)       # (B,)
+    return -logp[rows, y].mean(), -rel.mean(), -sub.mean()
+
+
+def fig5_stages(curve, n_answers, D):
+    """Stage boundaries read off the curve: the plateau ends when the total loss first drops
+    below the midpoint of ln(n_answers) and ln D; the hallucination stage (relation known,
+    subject not: total loss near ln D) ends when it first drops below ln(D)/2."""
+    step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
+
+    def first_below(th):
+        i = np.flatnonzero(tot < th)
+        return int(step[i[0]]) if len(i) else None
+    t1 = first_below((np.log(n_answers) + np.log(D)) / 2)
+    t2 = first_below(np.log(D) / 2)
+    return {"plateau": (0, t1), "hallucination": (t1, t2), "recall": (t2, int(step[-1]))}
+
+
+def fig5_summary(records):
+    lines = []
+    for r in records:
+        c, cfg = r["result"], r["config"]
+        st = fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"])
+        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {st['plateau'][1]}, "
+                     f"hallucination (total loss near ln {cfg['D']}) until step "
+                     f"{st['hallucination'][1]}; final total loss {c['total'][-1]:.4f}, test "
+                     f"accuracy {c['accuracy'][-1]:.3f}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- linear (A1)
+# Paper A, Fig. 1 left: capacity of a d x d linear memory, trained by Adam, and Hebbian.
+# A trial at size N draws its embeddings from default_rng([seed, d, N]), so whether N succeeds
+# does not depend on the path of the bisection, and trials are shared by both criteria.
+
+LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ratio=1.03,
+                       c_lo=4.0, c_hi=0.8, dmax=256),
+                  tiny=dict(d=[8, 11, 16], seeds=2),
+                  full=dict(d=[8, 11, 16, 22, 32, 45, 64, 90, 128, 181, 256], seeds=5,
+                            steps=4096, ratio=1.01, c_lo=None, c_hi=None))
+
+
+def linear_configs(g, seed):
+    """One capacity search per (d, seed).  The bracket: [d, d^2/2] (A1) if c_lo is None, else
+    [N(c_lo), N(c_hi)] with d^2 = c N ln N ([ours]: our runs put the capacity at c = 0.85 to
+    1.2, well inside [0.8, 4])."""
+    out = []
+    for d in (d for d in g["d"] if d <= g["dmax"]):
+        lo, hi = d, d * d // 2
+        if g["c_lo"] is not None:
+            lo = max(2, int(theory.linear_capacity_N(d, g["c_lo"])))
+            hi = min(hi, int(theory.linear_capacity_N(d, g["c_hi"])) + 1)
+        out += [{"d": d, "seed": s, "lr": g["lr"], "steps": g["steps"], "ratio": g["ratio"],
+                 "lo": lo, "hi": hi} for s in seeds(g, seed)]
+    return out
+
+
+def linear_one(cfg):
+    """Capacity of one d x d linear memory: trained (99% and 100% criteria) and Hebbian."""
+    d, seed = cfg["d"], cfg["seed"]
+    trial, memo = train.memoised(lambda N: train.linear_memory_trial(N, d, seed, cfg["lr"],
+                                                                     cfg["steps"]))
+    lo, hi = cfg["lo"], cfg["hi"]
+    cap99 = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
+    # the 100% criterion is stricter on the same draw, so its capacity is at most cap99
+    cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, lo, cap99,
+                                   cfg["ratio"])
+    hacc, heb = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
+    hebb99 = train.bisect_capacity(lambda N: hacc(N) >= 0.99, 2, max(3, d * d // 2), cfg["ratio"])
+    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, 2, hebb99, cfg["ratio"])
+    return {"cap99": cap99, "cap100": cap100, "hebb99": hebb99, "hebb100": hebb100,
+            "lo_fails": trial(lo)["first99"] is None,
+            "hi_succeeds": trial(hi)["first99"] is not None,
+            "trials": [memo[N] for N in sorted(memo)],
+            "hebbian_trials": [[N, heb[N]] for N in sorted(heb)]}
+
+
+def linear_fits(records):
+    """c in d^2 = c N ln N for each curve (geometric mean over all (d, seed) points), and the
+    bits per parameter it implies."""
+    out = {}
+    for key in ("cap99", "cap100", "hebb99", "hebb100"):
+        pts = [(r["result"][key], r["config"]["d"]) for r in records if r["result"][key] > 1]
+        if pts:
+            N, d = np.array(pts, float).T
+            c = theory.fit_constant(N * np.log(N), d * d)
+            out[key] = {"c": c, "bits_per_param": theory.bits_per_param_linear(c)}
+    return out
+
+
+def linear_summary(records):
+    """Per d: mean capacities over seeds and the c = d^2 / (N ln N) of the trained 99% mean."""
+    rows = ["| d | seeds | trained 99% | trained 100% | Hebbian 100% | c (trained 99%) |",
+            "|---|---|---|---|---|---|"]
+    for d in sorted({r["config"]["d"] for r in records}):
+        res = [r["result"] for r in records if r["config"]["d"] == d]
+        N = {k: float(np.mean([x[k] for x in res])) for k in ("cap99", "cap100", "hebb100")}
+        rows.append(f"| {d} | {len(res)} | {N['cap99']:.1f} | {N['cap100']:.1f} | "
+                    f"{N['hebb100']:.1f} | {d * d / (N['cap99'] * math.log(N['cap99'])):.2f} |")
+    return "\n".join(rows) + "\n" + fits_text("linear", linear_fits(records))
+
+
+def fits_text(name, fits):
+    return "\n".join(f"{name} {key}: " + ", ".join(f"{k} = {x:.3g}" for k, x in v.items())
+                     for key, v in fits.items())
+
+
+# ----------------------------------------------------------------------------- mlp (A2)
+# Paper A, Fig. 1 right and Fig. 6: capacity of relu(E[x] W1 + b1) W2 U^T with m = alpha d.
+
+MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=1,
+                    lr=0.03, steps=2048, patience=256, ratio=1.04, bracket="authors", dmax=90),
+               tiny=dict(d=[8, 16], max_md=256, steps=1024, ratio=1.1),
+               full=dict(d=[8, 11, 16, 22, 32, 45, 64, 90], max_md=None, seeds=5, steps=32768,
+                         patience=None, ratio=1.01, bracket="paper"))
+
+
+def mlp_configs(g, seed):
+    """One capacity search per (M, d, alpha, seed) with m d <= max_md, biggest first (better
+    packing).  M = None: N classes, f(i) = i; M = 32: f(i) = (i M) // N.  The bracket: "paper"
+    [d, m d] (A2), or "authors" [Nref/2, 2 Nref] around the authors' line ([ours])."""
+    out = []
+    for M in g["M"]:
+        for d, alpha in ((d, a) for d in g["d"] if d <= g["dmax"] for a in g["alpha"]):
+            md, regime = alpha * d * d, "M=N" if M is None else "M=32"
+            if g["max_md"] is not None and md > g["max_md"]:
+                continue
+            ref = theory.mlp_reference_N(md, regime)
+            lo, hi = (max(2, int(ref / 2)), int(2 * ref) + 1)
+            if g["bracket"] == "paper":
+                lo, hi = d, md
+            out += [{"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s, "lr": g["lr"],
+                     "steps": g["steps"], "patience": g["patience"], "ratio": g["ratio"],
+                     "lo": lo, "hi": hi} for s in seeds(g, seed)]
+    return sorted(out, key=lambda c: -c["alpha"] * c["d"] ** 2)
+
+
+def mlp_one(cfg):
+    """Capacity (99% criterion) of one MLP memory of width m = alpha d."""
+    d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
+    trial, memo = train.memoised(lambda N: train.mlp_memory_trial(
+        N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"], cfg["patience"]))
+
+    def succeeds(N):
+        return trial(N)["first99"] is not None
+    cap = train.bisect_capacity(succeeds, cfg["lo"], cfg["hi"], cfg["ratio"])
+    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cfg["lo"]),
+            "hi_succeeds": succeeds(cfg["hi"]), "trials": [memo[N] for N in sorted(memo)]}
+
+
+def mlp_fits(records):
+    """Per regime: c of the authors' form (m d = c N ln N for M = N, m d = c N for M = 32), the
+    bits per parameter it implies (params = 2 m d), and the log-log slope of N against m d."""
+    out = {}
+    for regime in ("M=N", "M=32"):
+        rs = [r for r in records if r["config"]["regime"] == regime and r["result"]["cap99"] > 1]
+        if len(rs) < 2:
+            continue
+        N = np.array([r["result"]["cap99"] for r in rs], float)
+        md = np.array([r["result"]["md"] for r in rs], float)
+        c = theory.fit_constant(N * np.log(N) if regime == "M=N" else N, md)
+        out[regime] = {"c": c, "bits_per_param": theory.bits_per_param_mlp(c, regime),
+                       "loglog_slope": float(np.polyfit(np.log(md), np.log(N), 1)[0])}
+    return out
+
+
+def mlp_summary(records):
+    return fits_text("mlp", mlp_fits(records))
+
+
+# ----------------------------------------------------------------------------- facts (A3, A4)
+# Paper A, Fig. 4 left: facts stored against parameters of the one-layer transformer.
+
+FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], D=8, T=32, lrs=[3e-2], steps=3000,
+                      batch=256, eval_every=50, patience=None, n_test=1024, prompts_per_fact=4,
+                      bracket=[0.07, 0.14], dtype="float32", dmax=64),
+                 tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1]),
+                 full=dict(d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25], b=[4, 2, 1, 0.5, 0.25],
+                           lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024, bracket=None))
+
+
+def facts_configs(g, seed):
+    """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d).
+    Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo, c_hi]), or the
+    paper's [2, sqrt(params)] (None).  Small: a = b = 1 (params = 6 d^2)."""
+    out = []
+    for d, a, b in ((d, a, b) for d in g["d"] if d <= g["dmax"] for a in g["a"] for b in g["b"]):
+        H = 8 if d % 8 == 0 else d // 4
+        dh, m = a * d / H, b * d
+        if dh != int(dh) or dh < 1 or m != int(m):
+            continue
+        P = theory.transformer_params(d, H, int(dh), int(m))
+        lo, hi = (2, math.sqrt(P))
+        if g["bracket"] is not None:
+            lo, hi = (math.sqrt(c * P) for c in g["bracket"])
+        keep = {k: g[k] for k in ("D", "T", "lrs", "steps", "batch", "eval_every", "patience",
+                                  "n_test", "prompts_per_fact", "dtype")}
+        out.append(dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=seed,
+                        lo=int(lo), hi=int(math.ceil(hi))))
+    return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
+
+
+def facts_one(cfg):
+    """Capacity in facts S^2 of one transformer size: the paper's criterion (>= 99% on fresh
+    prompts) and the strict one (every fact on every checked prompt), by bisection on S."""
+    trial, memo = train.memoised(lambda S: train.transformer_trial(S, cfg))
+    S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
+    S_all = train.bisect_capacity(lambda S: trial(S)["all_facts"], cfg["lo"], S99, 1.0)
+    P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
+    return {"params": P, "S_fresh99": S99, "facts_fresh99": S99 * S99, "S_all": S_all,
+            "facts_all": S_all * S_all, "lo_fails": not trial(cfg["lo"])["fresh99"],
+            "hi_succeeds": trial(cfg["hi"])["fresh99"], "trials": [memo[S] for S in sorted(memo)]}
+
+
+def strict_bound(x):
+    """True when the every-fact criterion failed even at the smallest S tried: S_all is a bound."""
+    return x["S_all"] == x["trials"][0]["S"] and not x["trials"][0]["all_facts"]
+
+
+def facts_fits(records):
+    """Facts per parameter k in facts = k params (geometric mean), bits per parameter k log2 D,
+    and the log-log slope of facts against params (1 = linear), for both criteria."""
+    out = {}
+    for key in ("facts_fresh99", "facts_all"):
+        pts = [(r["result"]["params"], r["result"][key]) for r in records if r["result"][key] > 0]
+        if pts:
+            P, F = np.array(pts, float).T
+            k = theory.fit_constant(P, F)
+            slope = float(np.polyfit(np.log(P), np.log(F), 1)[0]) if len(set(P)) > 1 else math.nan
+            out[key] = {"facts_per_param": k,
+                        "bits_per_param": k * math.log2(records[0]["config"]["D"]),
+                        "loglog_slope": slope}
+    return out
+
+
+def facts_summary(records):
+    """One row per transformer size: capacities under both criteria and facts per parameter."""
+    rows = ["| d | H | dh | m | params | S (fresh 99%) | S (every fact) | facts/param |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(records, key=lambda r: r["result"]["params"]):
+        c, x = r["config"], r["result"]
+        edge = " (bracket edge)" if x["lo_fails"] or x["hi_succeeds"] else ""
+        rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | "
+                    f"{x['S_fresh99']}{edge} | {x['S_all']}{' (at most)' * strict_bound(x)} | "
+                    f"{x['facts_fresh99'] / x['params']:.3f} |")
+    return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
+
+
+# ----------------------------------------------------------------------------- tradeoff (A4)
+# Paper A, Fig. 4 right: accuracy over attention and MLP sizes at a fixed number of facts.
+
+TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16], D=8, T=32,
+                         lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
+                         n_test=1024, prompts_per_fact=4, dtype="float32"),
+                    tiny=dict(H=[1, 4], m=[1, 8], steps=400),
+                    full=dict(d=32, dh=8, S=32, H=[1, 2, 4, 8, 16, 32],
+                              m=[1, 2, 4, 8, 16, 32, 64, 128], lrs=[1e-3, 3e-3, 1e-2],
+                              steps=16384, batch=1024, patience=None))
+
+
+def tradeoff_configs(g, seed):
+    """One cell per (H, m); the full grid is the paper's (d = 32, dh = 8, S = R = 32)."""
+    out = [dict(g, H=H, m=m, seed=seed) for H in g["H"] for m in g["m"]]
+    return sorted(out, key=lambda c: -c["H"] * c["dh"] - c["m"])
+
+
+def tradeoff_one(cfg):
+    """One cell of the heatmap: H heads, MLP width m, one fact table; its best learning rate."""
+    t = train.transformer_trial(cfg["S"], cfg)
+    run = max(t["runs"], key=lambda r: r["fresh_acc"])
+    return {"attn_params": cfg["d"] * cfg["dh"] * cfg["H"], "mlp_params": cfg["d"] * cfg["m"],
+            "facts": t["facts"], "fresh_acc": run["fresh_acc"], "exact_acc": run["exact_acc"],
+            "fresh99": t["fresh99"], "all_facts": t["all_facts"], "runs": t["runs"]}
+
+
+def tradeoff_frontier(records, key="fresh_acc", threshold=0.99):
+    """The frontier read off the measurements: for each attention size, the smallest MLP size
+    whose accuracy reaches the threshold (None if no width in the grid does)."""
+    res = [r["result"] for r in records]
+    return [(a, min((x["mlp_params"] for x in res if x["attn_params"] == a
+                     and (x[key] or 0) >= threshold), default=None))
+            for a in sorted({x["attn_params"] for x in res})]
+
+
+def tradeoff_fits(records):
+    """[ours] Parameters per fact of each side: the least-squares c_attn, c_mlp of
+    attn / c_attn + mlp / c_mlp = facts through the measured frontier (each side stores a
+    share of the facts in proportion to its parameters); the authors' frontier gives 4.49, 2.25."""
+    facts = records[0]["result"]["facts"]
+    front = [(a, m) for a, m in tradeoff_frontier(records) if m is not None]
+    out = {"facts": facts, "frontier points": len(front),
+           "monotone": float(all(m1 >= m2 for (_, m1), (_, m2) in zip(front, front[1:])))}
+    if len(front) >= 2:
+        inv = np.linalg.lstsq(np.array(front, float), np.full(len(front), float(facts)),
+                              rcond=None)[0]
+        out["attn_params_per_fact"], out["mlp_params_per_fact"] = (float(1 / v) for v in inv)
+    return {"frontier": out}
+
+
+def tradeoff_summary(records):
+    return fits_text("tradeoff", tradeoff_fits(records))
+
+
+# ----------------------------------------------------------------------------- paper B: draws
+# Every paper-B experiment runs `draws_one`: one learner on `draws` independent draws of the
+# model (embeddings, permutation, training and test sequences), at each N of a nested list.
+
+LEARNERS = {"three_step": "three steps", "gradinfo": "gradient information", "adam": "Adam"}
+CHOICES = {"dtype": ("float32", "float64"), "method": tuple(LEARNERS)}   # text fields' values
+DRAWS = {"tiny": 3, "small": 20, "full": 50}          # independent draws per plotted point
+
+
+def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
+                 method="three_step", n_test=2000, Lmax=None, **extra):
+    """One paper-B config, checked here so that a bad --set stops before anything runs."""
+    if draws < 2 or n_test < 1 or min(Ns, default=0) < 1 or (Lmax or L) < L:
+        raise ValueError(f"need draws >= 2, n_test >= 1, every N >= 1 and Lmax >= L; got "
+                         f"draws={draws}, n_test={n_test}, Ns={Ns}, L={L}, Lmax={Lmax}")
+    cfg = {"V": V, "d": d, "L": L, "Ns": [int(N) for N in Ns], "seed": seed, "draws": draws,
+           "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L, **extra}
+    return cfg if m is None else dict(cfg, m=m)
+
+
+def draws_one(cfg):
+    """Accuracy and attention of one learner for cfg["draws"] independent draws at each N of
+    cfg["Ns"] (nested training sets).  Draw k takes E, U, z_trig, z_eos (and W_mlp) from rng
+    [seed, k, 0], the permutation and sequences from [seed, k, 1] (recall.sample_retrieval), so
+    records differing only in L, q, d, m, kind or method are paired.  centred: the MLP features
+    minus mean_x relu((e_x + z_trig) W_mlp).  gaussian: also gaussian_fresh_accuracy."""
+    out = {"accuracy": [], "attention": [], "z2": []}
+    if cfg.get("gaussian"):
+        out["gauss"] = []
+    for k in range(cfg["draws"]):
+        rng = np.random.default_rng([cfg["seed"], k, 0])
+        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
+                                 kind=cfg["kind"])
+        fixed, rng = rc.retrieval_fixed(task), np.random.default_rng([cfg["seed"], k, 1])
+        if cfg.get("centred") and cfg.get("m"):
+            features = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0)   # (V, m)
+            fixed["mlp_centre"] = features.mean(0)
+        task["perm"] = rng.permutation(cfg["V"])
+        train_set, test = (rc.sample_retrieval(task, n, rng, cfg["Lmax"])
+                           for n in (max(cfg["Ns"]), cfg["n_test"]))
+        runs = [learner_logits(cfg, fixed, [x[:N] for x in train_set], test) for N in cfg["Ns"]]
+        out["accuracy"].append([rc.accuracy(logits, test[2]) for logits, _ in runs])
+        out["attention"].append([att for _, att in runs])
+        out["z2"].append(float(fixed["z_trig"] @ fixed["z_trig"]))
+        if cfg.get("gaussian"):
+            out["gauss"].append([gaussian_fresh_accuracy(logits, test[2]) for logits, _ in runs])
+    return out
+
+
+def learner_logits(cfg, fixed, train_set, test):
+    """Train cfg["method"] on train_set: "three_step" (eta -> 0 at query norm q), "adam" (steps,
+    lr) or "gradinfo" (the first gradient alone, train.gradinfo_decoder).  Returns its test
+    logits (n_test, V) and mean attention on the informative position (nan for gradinfo)."""
+    tokens, pos, labels = test
+    rows = np.arange(len(pos))
+    if cfg["method"] == "gradinfo":
+        G = train.retrieval_grad(train.zero_params(fixed), fixed, *train_set)[1]["WV"]
+        decoded = train.gradinfo_decoder(fixed, G, cfg["L"])                     # (V,)
+        return np.eye(cfg["V"])[decoded[tokens[rows, pos]]], math.nan
+    if cfg["method"] == "adam":
+        params = train.retrieval_adam(fixed, *train_set, cfg["steps"], cfg["lr"])
+    else:
+        params = train.three_step_limit(fixed, *train_set, cfg["q"])
+    logits, cache = rc.retrieval_forward(params, fixed, (tokens, pos))
+    return logits, float(cache["a"][rows, pos].mean())          # a: the attention (n_test, L)
+
+
+def gaussian_fresh_accuracy(logits, labels):
+    """[ours] Accuracy if each test row's wrong logits were Gaussian around the frozen bias b
+    (the per-label mean over rows) plus a row shift mu, with the row's own sd s: mean over rows
+    of prod_{v != y} Phi((l_y - mu - b_v) / s).  Its excess over the argmax accuracy is what
+    the heavier-than-Gaussian tails of the fresh noise cost."""
+    rows = np.arange(len(labels))
+    W = logits - logits.mean(1, keepdims=True)
+    right = W[rows, labels].copy()                             # the correct logits
+    W[rows, labels] = np.nan                                   # W: the wrong ones
+    b = np.nanmean(W, 0)
+    mu = np.nanmean(W - b, 1, keepdims=True)
+    s = np.sqrt(np.nanmean((W - b - mu) ** 2, 1, keepdims=True))
+    lp = np.log(theory._Phi((right[:, None] - mu - b) / s) + 1e-300)   # (n_test, V)
+    return float(np.exp(np.where(np.isnan(W), 0.0, lp).sum(1)).mean())
+
+
+def accuracies(records, **match):
+    """Ns and the accuracies (draws, len(Ns)) of the one record whose config matches."""
+    r = next(r for r in records if all(r["config"].get(k) == v for k, v in match.items()))
+    return np.array(r["config"]["Ns"]), np.array(r["result"]["accuracy"])
+
+
+def paired_table(base, records, name):
+    """Per record and N: attention, accuracy mean +- sd over draws and the paired difference
+    record - base (mean +- sd over draws, standard error); the records share their draws."""
+    lines = ["| setting | N | attention | accuracy | paired difference | its standard error |",
+             "|---|---|---|---|---|---|"]
+    b = np.array(base["result"]["accuracy"])
+    for r in records:
+        acc, att = np.array(r["result"]["accuracy"]), np.array(r["result"]["attention"])
+        for j, N in enumerate(r["config"]["Ns"]):
+            x = acc[:, j] - b[:, j]
+            lines.append(f"| {name.format(**{'m': '-', **r['config']})} | {N} | "
+                         f"{att[:, j].mean():.3f} | {acc[:, j].mean():.3f} ± "
+                         f"{acc[:, j].std(ddof=1):.3f} | {x.mean():+.3f} ± {x.std(ddof=1):.3f} | "
+                         f"{x.std(ddof=1) / np.sqrt(len(x)):.3f} |")
+    return "\n".join(lines)
+
+
+def geom(lo, hi, n):
+    return [int(round(x)) for x in np.geomspace(lo, hi, n)]
+
+
+# ----------------------------------------------------------------------------- b_agree
+# Predicted against measured accuracy of three steps, mean and sd over draws, on points spanning
+# accuracies 0.1 to 0.99 (V = 64, 128, 256; d, L, N, q varied; two with the fixed MLP).
+
+def _points(*rows):
+    return [dict(zip(("V", "d", "L", "N", "q", "m"), row)) for row in rows]
+
+
+B_AGREE = by_scale(dict(points=_points(
+    (128, 32, 8, 4000, 10, None), (128, 32, 8, 16000, 10, None), (128, 64, 8, 2000, 10, None),
+    (128, 64, 8, 8000, 10, None), (128, 128, 8, 1000, 10, None), (128, 128, 8, 4000, 10, None),
+    (128, 256, 8, 8000, 10, None), (128, 64, 32, 4000, 4, None), (128, 64, 32, 4000, 6, None),
+    (128, 64, 8, 4000, 2, None), (128, 64, 8, 4000, 3, None), (128, 128, 64, 4000, 5, None),
+    (64, 64, 8, 1000, 10, None), (256, 128, 8, 8000, 10, None), (128, 64, 8, 8000, 10, 64),
+    (128, 64, 8, 8000, 10, 512), (128, 256, 8, 16000, 10, None), (64, 128, 8, 8000, 10, None),
+    (128, 128, 16, 8000, 5, None), (64, 64, 16, 4000, 4, None)), draws=3 * DRAWS["small"],
+    bias_draws=8, n_test=2000),
+    tiny=dict(points=_points((16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)), draws=9),
+    full=dict(draws=3 * DRAWS["full"]))
+
+
+def b_agree_configs(g, seed):
+    """3 x DRAWS draws per point: an sd from n draws is uncertain by about 1/sqrt(2 (n - 1)) of
+    it (9% at 60).  "theory" (a hash of theory.py): an edited theory recomputes the records."""
+    with open(theory.__file__, "rb") as f:
+        version = hashlib.sha1(f.read()).hexdigest()[:8]
+    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, g["draws"], q=p["q"], m=p["m"],
+                         n_test=g["n_test"], theory=version, gaussian=True,
+                         bias_draws=g["bias_draws"]) for p in g["points"]]
+
+
+def b_agree_one(cfg):
+    """draws_one, and for each draw k at its |z_trig|^2 the prediction with the frozen label bias
+    (mean, sd over bias_draws bias vectors from rng [seed, k]) and the fresh-noise formula."""
+    res = draws_one(cfg)
+    args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
+    res["predicted"] = [theory.retrieval_accuracy_frozen(*args, z2=z, draws=cfg["bias_draws"],
+                                                         n_test=cfg["n_test"],
+                                                         seed=[cfg["seed"], k])
+                        for k, z in enumerate(res["z2"])]
+    res["fresh"] = [theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]]
+    return res
+
+
+def agreement_rows(records):
+    """Per point: measured mean and sd over the draws; the draws' predictions pooled (sd^2 =
+    mean within-draw variance sd_b^2 + variance of the draws' means: |z_trig|^2, Monte Carlo)."""
+    rows = []
+    for r in records:
+        c, res = r["config"], r["result"]
+        acc, pr = np.array(res["accuracy"])[:, 0], np.array(res["predicted"])
+        sd_b = np.sqrt(np.mean(pr[:, 1] ** 2))
+        rows.append(dict(key=(c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m")),
+                         att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
+                         meas_sd=acc.std(ddof=1), pred=pr[:, 0].mean(), sd_b=sd_b,
+                         pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
+                         fresh=np.mean(res["fresh"]), gauss=np.mean(res["gauss"])))
+    return sorted(rows, key=lambda w: [v or 0 for v in w["key"]])
+
+
+def b_agree_summary(records):
+    """agreement_rows as a table, then: mean |predicted - measured|, mean signed error, how many
+    predicted sds lie within 30% of the measured one; and against the same draws scored with
+    Gaussian fresh noise, as the theory assumes it (gaussian_fresh_accuracy)."""
+    rows = agreement_rows(records)
+    lines = ["| V | N | d | L | q | m | attention | measured | predicted (frozen bias) | diff | "
+             "sd without z2 spread | fresh-noise formula | measured, Gaussian fresh noise |",
+             "|" + "---|" * 13]
+    for w in rows:
+        diff = round(w["pred"], 3) - round(w["meas"], 3)
+        lines.append("| " + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
+                     + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
+                     f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {diff:+.3f} | {w['sd_b']:.3f} | "
+                     f"{w['fresh']:.3f} | {w['gauss']:.3f} |")
+    diff, fresh, gauss = (np.array([w[a] - w[b] for w in rows]) for a, b in
+                          (("pred", "meas"), ("fresh", "meas"), ("pred", "gauss")))
+    ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
+    lines.append(f"\n{len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
+                 f"measured| = {np.abs(diff).mean():.3f}, mean signed {diff.mean():+.3f} "
+                 f"(fresh-noise formula: {np.abs(fresh).mean():.3f}, {fresh.mean():+.3f}); "
+                 f"predicted / measured sd: median {np.median(ratio):.2f}, "
+                 f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%; predicted - "
+                 f"measured with Gaussian fresh noise: {np.abs(gauss).mean():.3f}, "
+                 f"{gauss.mean():+.3f}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- b_phase
+# Accuracy over (N, d) at three L, at a fixed query norm q; the figure adds the predicted contour.
+
+B_PHASE = by_scale(dict(V=128, L=[4, 16, 64], d=[32, 64, 128], Ns=geom(500, 16000, 5), q=5.0,
+                        draws=DRAWS["small"]),
+                   tiny=dict(V=16, L=[2, 4, 8], d=[8, 16], Ns=[100, 200], draws=DRAWS["tiny"]),
+                   full=dict(V=256, d=[16, 32, 64, 128, 256], Ns=geom(500, 64000, 8),
+                             draws=DRAWS["full"]))
+
+
+def b_phase_configs(g, seed):
+    return [draws_config(g["V"], d, L, g["Ns"], seed, g["draws"], q=g["q"])
+            for L in g["L"] for d in g["d"]]
+
+
+def b_phase_summary(records):
+    """The mean accuracy at the largest N of each (L, d)."""
+    return "\n".join(f"L={r['config']['L']}, d={r['config']['d']}: mean accuracy "
+                     f"{np.mean(np.array(r['result']['accuracy'])[:, -1]):.3f} at N = "
+                     f"{r['config']['Ns'][-1]}" for r in records)
+
+
+# ----------------------------------------------------------------------------- b_nstar
+# N* against d (at V = V0) and against V (at d = d0), read off accuracy-against-N curves.
+
+B_NSTAR = by_scale(dict(V0=128, d=[64, 128, 256], d0=128, V=[64, 128, 256], L=8, tau=0.5,
+                        q=10.0, n_test=1000, draws=DRAWS["small"]),
+                   tiny=dict(V0=16, d=[16, 32], d0=32, V=[8, 16], L=4, n_test=200,
+                             draws=DRAWS["tiny"]),
+                   full=dict(V0=256, d=[96, 128, 192, 256, 512], d0=256,
+                             V=[64, 128, 256, 512, 1024], n_test=4000, draws=DRAWS["full"]))
+
+
+def b_nstar_configs(g, seed):
+    """Accuracy at N = 4V, 8V, ..., 128V (nested); the grid does not depend on the prediction,
+    so the measurement cannot snap to it."""
+    points = [(g["V0"], d) for d in g["d"]]
+    points += [(V, g["d0"]) for V in g["V"] if (V, g["d0"]) not in points]
+    return [draws_config(V, d, g["L"], [V * 2 ** k for k in range(2, 8)], seed, g["draws"],
+                         q=g["q"], n_test=g["n_test"], tau=g["tau"], V0=g["V0"], d0=g["d0"])
+            for V, d in points]
+
+
+def b_nstar_summary(records):
+    c = records[0]["config"]
+    return nstar_table(records, "d", V=c["V0"]) + "\n" + nstar_table(records, "V", d=c["d0"])
+
+
+def crossing(xs, ys, tau):
+    """First x where y reaches tau, interpolated in log x; None if never (xs[0] if already)."""
+    if len(ys) and ys[0] >= tau:                    # already there at the first x: a bound
+        return float(xs[0])
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if y0 < tau <= y1:
+            t = (tau - y0) / (y1 - y0)
+            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
+
+
+def nstar_points(records, over, **match):
+    """N* of the records matching `match` (one learner) against config[over]: arrays x, N*, band
+    low, band high, theory.critical_N.  N* is where the mean accuracy over draws reaches tau on
+    the nested-N curve (interpolated in log N); the band is where mean + sd and mean - sd reach
+    it, i.e. where a single run's N* falls (nan: never within the N grid)."""
+    rows = []
+    for r in sorted((r for r in records if all(r["config"].get(k) == v for k, v in match.items())),
+                    key=lambda r: r["config"][over]):
+        c, A = r["config"], np.array(r["result"]["accuracy"])
+        mean, sd = A.mean(0), A.std(0, ddof=1)
+        crossings = [crossing(c["Ns"], y, c["tau"]) for y in (mean, mean + sd, mean - sd)]
+        rows.append([c[over]] + crossings + [theory.critical_N(c["V"], c["d"], c["L"], c["q"],
+                                                               c["tau"])])
+    if not rows:                                    # e.g. a --set moved every point away
+        return [np.array([])] * 5
+    return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
+            for col in zip(*rows)]
+
+
+def local_exponents(x, y):
+    """d log y / d log x between neighbours, as text."""
+    return " ".join(f"{v:+.2f}" if np.isfinite(v) else "-"
+                    for v in np.diff(np.log(y)) / np.diff(np.log(x)))
+
+
+def nstar_table(records, over, methods=("three_step",), **match):
+    """Markdown table of N* (band) of each learner against `over` at fixed `match`, and
+    theory.critical_N; then per learner the local exponents d log N* / d log x between
+    neighbours and the fitted log-log slope (predicted: over the x where three steps has N*)."""
+    def f(v):
+        return "-" if np.isnan(v) else f"{v:.0f}"
+    pts = {m: nstar_points(records, over, method=m, **match) for m in methods}
+    xs, pred = pts[methods[0]][0], pts[methods[0]][4]
+    lines = [f"\nN* against {over} (" + ", ".join(f"{k} = {v}" for k, v in match.items()) + ")",
+             f"| {over} | " + " | ".join(f"{LEARNERS[m]} | band" for m in methods)
+             + " | predicted (three steps) |", "|" + "---|" * (2 * len(methods) + 2)]
+    for i, x in enumerate(xs):
+        cells = []
+        for x_m, n, lo, hi, _ in pts.values():
+            j = list(x_m).index(x) if x in x_m else None
+            cells += ["", ""] if j is None else [f(n[j]), f"{f(lo[j])} to {f(hi[j])}"]
+        lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {f(pred[i])} |")
+    for m, (x, n, *_, p) in pts.items():
+        lines.append(f"{LEARNERS[m]}: local exponents {local_exponents(x, n)}; fitted slope "
+                     f"{theory.loglog_slope(x, n):+.2f}")
+    if "three_step" in pts:
+        x, n, *_, p = pts["three_step"]
+        lines.append(f"predicted: local exponents {local_exponents(x, p)}; fitted slope "
+                     f"{theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p)):+.2f}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- b_embed
+# Random against orthogonal embeddings: one-hot (d = V + 2) and random at d = V/4, V/2, V + 2.
+
+B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
+                   tiny=dict(V=8, L=4, n_N=2, draws=DRAWS["tiny"]),
+                   full=dict(V=256, L=16, n_N=10, draws=DRAWS["full"]))
+
+
+def b_embed_configs(g, seed):
+    V, Ns = g["V"], geom(g["V"], 64 * g["V"], g["n_N"])
+    return [draws_config(V, d, g["L"], Ns, seed, g["draws"], q=g["q"], kind=kind) for d, kind in
+            ((V + 2, "onehot"), (V // 4, "gaussian"), (V // 2, "gaussian"), (V + 2, "gaussian"))]
+
+
+def b_embed_summary(records):
+    """Each random d minus one-hot, paired over the draws."""
+    one = next(r for r in records if r["config"]["kind"] == "onehot")
+    return paired_table(one, [r for r in records if r is not one], "random d={d}")
+
+
+# ----------------------------------------------------------------------------- b_mlp
+# Attention only against attention + a fixed random ReLU MLP of width m, plain and centred.
+
+B_MLP = by_scale(dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=10.0,
+                      n_test=1000, draws=DRAWS["small"]),
+                 tiny=dict(V=16, N=200, d=[8], m=[8, 32], draws=DRAWS["tiny"]),
+                 full=dict(L=8, N=32000, d=[12, 16, 24, 32], m=[16, 64, 256, 1024, 4096],
+                           draws=DRAWS["full"]))
+
+
+def b_mlp_configs(g, seed):
+    """Per d: attention only, then each m plain and centred, all on the same draws."""
+    arms = [(None, False)] + [(m, centred) for m in g["m"] for centred in (False, True)]
+    return [draws_config(g["V"], d, g["L"], [g["N"]], seed, g["draws"], q=g["q"], m=m,
+                         n_test=g["n_test"], centred=centred)
+            for d in g["d"] for m, centred in arms]
+
+
+def b_mlp_summary(records):
+    """Per d: the paired differences to attention only, and the formula's predictions."""
+    out = []
+    for d in sorted({r["config"]["d"] for r in records}):
+        rs = sorted((r for r in records if r["config"]["d"] == d),
+                    key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
+        c = rs[0]["config"]                                        # attention only
+        V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
+        ms = sorted({r["config"]["m"] for r in rs if "m" in r["config"]})
+        out.append(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}"))
+        out.append(f"predicted (no centred variant): attention only "
+                   f"{theory.retrieval_accuracy(V, N, d, L, q):.3f}, " + ", ".join(
+                       f"+ MLP m={m} {theory.retrieval_accuracy(V, N, d, L, q, m):.3f}"
+                       for m in ms) + "\n")
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- b_length
+# Where L enters: accuracy and attention against L at fixed N, d, at two query norms q, 2q.
+
+B_LENGTH = by_scale(dict(V=128, d=64, N=6000, L=[2 ** k for k in range(1, 9)], q=5.0,
+                         draws=DRAWS["small"]),
+                    tiny=dict(V=16, d=16, N=200, L=[2, 8], draws=DRAWS["tiny"]),
+                    full=dict(V=256, d=128, N=32000, L=[2 ** k for k in range(1, 11)],
+                              draws=DRAWS["full"]))
+
+
+def b_length_configs(g, seed):
+    """Every L shares the draw's embeddings, permutation, informative tokens, their relative
+    positions and leading distractors (Lmax = the longest L), so differences are paired."""
+    return [draws_config(g["V"], g["d"], L, [g["N"]], seed, g["draws"], q=q, Lmax=max(g["L"]))
+            for q in (g["q"], 2 * g["q"]) for L in g["L"]]
+
+
+def b_length_summary(records):
+    """Per q: each L minus the shortest, paired over the draws."""
+    out = []
+    for q in sorted({r["config"]["q"] for r in records}):
+        rs = sorted([r for r in records if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
+        out.append(paired_table(rs[0], rs, "q={q:g}, L={L}"))
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- b_scaling
+# N* against L and d for three steps, the gradient-information learner and Adam, on the same
+# draws; and every (N, d, L) point's accuracy against the formula's one signal-to-noise ratio.
+
+B_SCALING = by_scale(dict(V=64, d_L=[64, 128], Nmax_L=[4096, 2048], L=[2, 4, 8, 16, 32, 64],
+                          L0=8, d0=64, d_more=[16, 32], Nmax_more=4096, draws=DRAWS["small"],
+                          adam_draws=5, adam_steps=150, adam_lr=0.02, tau=0.3, q=5.0,
+                          n_test=1000),
+                     tiny=dict(V=16, d_L=[16], Nmax_L=[128], L=[2, 4], L0=4, d0=16, d_more=[8],
+                               draws=2, adam_steps=20),
+                     full=dict(V=128, d_L=[128, 256], Nmax_L=[32768, 16384],
+                               L=[2, 4, 8, 16, 32, 64, 128, 256], d0=128, d_more=[32, 64],
+                               draws=DRAWS["full"]))
+
+
+def b_scaling_configs(g, seed):
+    """Three steps and gradient information at each d of d_L over every L (N up to Nmax_L) and
+    at each d of d_more at L0; Adam (N <= 4V, adam_draws draws: its spread is small) at every d
+    at L0 and at d0 for the shortest and second-longest L.  N = 16, 32, ... up to the top."""
+    if len(g["d_L"]) != len(g["Nmax_L"]):
+        raise ValueError("d_L and Nmax_L need one entry each per d: set both")
+    runs = [(d, L, top) for d, top in zip(g["d_L"], g["Nmax_L"]) for L in g["L"]]
+    runs += [(d, g["L0"], g["Nmax_more"]) for d in g["d_more"]]
+    out = [(d, L, top, g["draws"], m) for d, L, top in runs for m in ("three_step", "gradinfo")]
+    adam = [(d, g["L0"]) for d in g["d_L"] + g["d_more"]]
+    adam += [(g["d0"], L) for L in sorted({g["L"][0], g["L"][-2]} - {g["L0"]})]
+    out += [(d, L, 4 * g["V"], min(g["draws"], g["adam_draws"]), "adam") for d, L in adam]
+    return [draws_config(g["V"], d, L, [16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top],
+                         seed, n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"],
+                         L0=g["L0"], d0=g["d0"], steps=g["adam_steps"], lr=g["adam_lr"])
+            for d, L, top, n, m in out]
+
+
+def collapse_points(records):
+    """Per (d, L, N) of three steps: theory.retrieval_snr, the accuracy's mean and sd over draws;
+    and the rms distance of the means from the one-snr curve theory.snr_accuracy."""
+    records = [r for r in records if r["config"]["method"] == "three_step"]
+    c0, pts = records[0]["config"], []
+    for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
+        Ns, A = accuracies(records, method="three_step", d=d, L=L)
+        pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), a, s, d, L, int(N))
+                for N, a, s in zip(Ns, A.mean(0), A.std(0, ddof=1))]
+    rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
+    return pts, rms
+
+
+def b_scaling_summary(records):
+    c = records[0]["config"]
+    pts, rms = collapse_points(records)
+    d_L = sorted({r["config"]["d"] for r in records if r["config"]["L"] != c["L0"]})
+    return ("".join(nstar_table(records, "L", d=d) for d in d_L)
+            + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance {rms:.3f} over "
+            f"{len(pts)} (N, d, L) points; mean sd of one run {np.mean([p[2] for p in pts]):.3f}"
+            + nstar_table(records, "d", tuple(LEARNERS), L=c["L0"])
+            + nstar_table(records, "L", tuple(LEARNERS), d=c["d0"])
+            + f"\ncoverage bound (any learner): N* = {theory.coverage_N(c['V'], c['tau']):.0f}")
+
+
+# ----------------------------------------------------------------------------- the list
+
+def experiment(name, help, **flags):
+    """The block of experiment `name` for the runner: its grid NAME, name_configs, name_one
+    (draws_one if none) and name_summary; flags FIELD=text: --FIELD, short for --set FIELD=."""
+    block = globals()
+    return {"help": help, "grid": block[name.upper()], "configs": block[f"{name}_configs"],
+            "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"],
+            "flags": flags}
+
+
+Q = "query norm |WKQ z_eos| (attention sharpness)"
+EXPERIMENTS = {e["name"]: experiment(**e) for e in [
+    dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage",
+         steps="SGD steps (paper: 8192)", dtype="float32 or float64"),
+    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian",
+         dmax="only the d <= DMAX of the grid"),
+    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity",
+         dmax="only the d <= DMAX of the grid"),
+    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer",
+         dmax="only the d <= DMAX of the grid", dtype="float32 or float64"),
+    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts",
+         dtype="float32 or float64"),
+    dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
+    dict(name="b_phase", help="paper B: accuracy over (N, d) at three L", q=Q),
+    dict(name="b_nstar", help="paper B: critical N* against d and against V", tau="target "
+         "accuracy", q=Q),
+    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings", q=Q),
+    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred", q=Q),
+    dict(name="b_length", help="paper B: accuracy and attention against L", q=Q + ", also 2q"),
+    dict(name="b_scaling", help="paper B: N* against L and d, the one-snr collapse, learners",
+         draws="independent draws per point, at least 2")]}
