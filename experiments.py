@@ -256,7 +256,8 @@ def mlp_summary(records):
 # ----------------------------------------------------------------------------- facts (A3, A4)
 # Paper A, Fig. 4 left: facts stored against parameters of the one-layer transformer.
 
-FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], D=8, T=32, lrs=[3e-2], steps=3000,
+FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
+                      steps=3000,
                       batch=256, eval_every=50, patience=None, n_test=1024, prompts_per_fact=4,
                       bracket=[0.07, 0.14], dtype="float32", dmax=64),
                  tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1]),
@@ -265,12 +266,13 @@ FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], D=8, T=32, lrs=[3e-2
 
 
 def facts_configs(g, seed):
-    """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d).
+    """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
+    unless H is given.
     Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo, c_hi]), or the
     paper's [2, sqrt(params)] (None).  Small: a = b = 1 (params = 6 d^2)."""
     out = []
     for d, a, b in ((d, a, b) for d in g["d"] if d <= g["dmax"] for a in g["a"] for b in g["b"]):
-        H = 8 if d % 8 == 0 else d // 4
+        H = g["H"] or (8 if d % 8 == 0 else d // 4)
         dh, m = a * d / H, b * d
         if dh != int(dh) or dh < 1 or m != int(m):
             continue

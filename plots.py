@@ -7,7 +7,6 @@ the newest run) into figures/<name>.png, figures/<S>/<name>.png at another scale
 --talk draws them larger, for a projector.  Theory curves come from theory.py.  Every figure
 function is fig_<name>(records, path) -> the figure (records: what train.load_records returns)."""
 import os
-import sys
 
 import matplotlib
 matplotlib.use("Agg")

@@ -434,7 +434,7 @@ def retrieval_forward(params, fixed, inputs):
     and features do not depend on WV) and a learner can read the attention a."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
-    (N, L), V = tokens.shape, len(E)
+    N, V = len(tokens), len(E)
     w = params["WKQ"] @ fixed["z_eos"]                       # (d,)   the learned query
     s = (E @ w)[tokens]                                      # (N, L)  E[x] w == (E w)[x]
     s[rows, pos] += z_trig @ w

@@ -56,11 +56,6 @@ def mlp_reference_N(md, regime):
     raise ValueError(f'regime must be "M=N" or "M=32", got {regime!r}')
 
 
-def bits_per_param(N, M, params):
-    """[counting] Bits per parameter when N items are mapped to M classes: N log2 M / params."""
-    return N * math.log2(M) / params
-
-
 def counting_bound_N(params, M=None, bits=GARDNER_BITS):
     """[counting + Gardner] The largest N whose map fits into params parameters at `bits` bits
     each: N log2 M = bits * params; with M=None the classes are the items (M = N)."""
@@ -308,13 +303,6 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
     return float(acc.mean()), sd
 
 
-def retrieval_terms(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
-    """[ours] The noise terms (each over S^2) of the typical answer token, the stored node
-    nearest x = 0; {} if no token is stored."""
-    stored = [t for t in _token_nodes(V, N, d, L, q, m, z2, n_nodes)[0] if t["S"] > 0]
-    return min(stored, key=lambda t: abs(t["x"]))["T"] if stored else {}
-
-
 # With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
 # phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
 # m |phi_t||phi_n| / d * kappa(c), kappa the arc-cosine kernel and c the cosine of phi_t, phi_n.
@@ -413,9 +401,11 @@ def mean_attention(V, N, d, L, q, z2=1.0, n_nodes=24):
 def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
     """[ours] 1/sigma of `retrieval_accuracy` at the typical token (0 if nothing is stored): the
     one number through which N, d and L act; at saturated attention
-    sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d), so N and d multiply."""
-    T = retrieval_terms(V, N, d, L, q, m, z2)
-    return 1.0 / math.sqrt(sum(T.values())) if T else 0.0
+    sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d), so N and d multiply.  Typical: the stored node
+    of `_token_nodes` nearest x = 0."""
+    stored = [t for t in _token_nodes(V, N, d, L, q, m, z2)[0] if t["S"] > 0]
+    typical = min(stored, key=lambda t: abs(t["x"]), default=None)
+    return 1.0 / math.sqrt(sum(typical["T"].values())) if typical else 0.0
 
 
 def snr_accuracy(V, snr, n=64):
