@@ -508,9 +508,10 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     fn, source, default = FIGURES[name]
     records, listed = train.load_records(results, source, scale)
     if not records:
+        run = f"python train.py {source}" + (f" --scale {scale}" if scale else "") + (
+            f" --out {results}" if results != train.RESULTS else "")
         raise FileNotFoundError(f"nothing to draw for {name} at scale {scale or 'any'} in "
-                                f"{results}/{source}/: run `python train.py {source} --scale "
-                                f"{scale or 'small'}` first")
+                                f"{results}/{source}/: run `{run}` first")
     folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
     path = path or os.path.join(folder, default)
     with plt.rc_context(TALK if talk else {"savefig.dpi": 120}):

@@ -88,8 +88,10 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01):
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
-    if succeeds(hi) or not succeeds(lo):
-        return hi if succeeds(hi) else lo
+    if succeeds(hi):
+        return hi
+    if not succeeds(lo):
+        return lo
     return theory.bisect_log(succeeds, lo, hi, ratio, integer=True)[0]
 
 
