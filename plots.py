@@ -436,7 +436,7 @@ def fig_b_length(records, path):
         ax.set_xscale("log", base=2)
         ax.set(xlabel="sequence length $L$", ylabel=lab)
         ax.legend(fontsize="x-small")
-    fig.tight_layout()
+    fig.subplots_adjust(wspace=0.3)
     fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
                  "(same embeddings and informative tokens at every L)", fontsize="small")
     return fig
