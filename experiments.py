@@ -385,7 +385,15 @@ def tradeoff_fits(records):
 
 
 def tradeoff_summary(records):
-    return fits_text("tradeoff", tradeoff_fits(records))
+    """The accuracy on fresh prompts per cell (MLP size down, attention size across), the fits."""
+    c, cells = records[0]["config"], {(r["config"]["m"], r["config"]["H"]): r for r in records}
+    Hs, ms = sorted({H for _, H in cells}), sorted({m for m, _ in cells}, reverse=True)
+    rows = ["| MLP \\ attention | " + " | ".join(f"{c['d'] * c['dh'] * H} (H={H})" for H in Hs)
+            + " |", "|---" * (len(Hs) + 1) + "|"]
+    for m in ms:
+        accs = [f"{cells[m, H]['result']['fresh_acc']:.2f}" if (m, H) in cells else "" for H in Hs]
+        rows.append(f"| {c['d'] * m} (m={m}) | " + " | ".join(accs) + " |")
+    return "\n".join(rows) + "\n" + fits_text("tradeoff", tradeoff_fits(records))
 
 
 # ----------------------------------------------------------------------------- paper B: draws

@@ -6,13 +6,14 @@
 import ast
 import os
 import re
+import shutil
 import sys
 import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["recall.py", "train.py", "theory.py"]
-COPIED = MODULES + ("experiments.py plots.py test_recall.py homework.py requirements.txt LICENSE "
-                    "README.md MODEL.md RESULTS.md EXERCISES.md").split()
+COPIED = MODULES + ("experiments.py plots.py bench.py test_recall.py homework.py requirements.txt "
+                    "LICENSE Makefile .gitignore README.md MODEL.md RESULTS.md EXERCISES.md").split()
 # A trailing `# exercise N` marks a solution: on a def line its body, else the rest of the function.
 MARK = re.compile(r"#\s*exercise (\d+)\s*$")
 GRAD = "test_gradients_at_random_point_and_after_training"
@@ -28,20 +29,12 @@ EXERCISES = {  # N: (the function to write, its tests in test_recall.py)
     9: ("arccos_kernel", ["test_arccos_kernel_by_hand_and_monte_carlo"]),
 }
 # Functions that hold the answer to exercises in another form, withheld from the student copy.
-# There a fast X_backward (and its X_forward, for the cache) calls X_textbook_backward instead.
+# There a fast X_backward (and its X_forward, for the cache) calls the textbook form the student
+# writes, and three_step_limit calls the student's three_step at eta = 1e-6 (the same argmax).
 WITHHELD = {"transformer_backward": "exercises 3 and 4", "retrieval_backward": "exercises 3 and 6",
             "three_step_limit": "exercise 7"}
-MAKEFILE = """\
-# `make check` checks every exercise, `make check EX=N` exercise N; PY: numpy, matplotlib, pytest
-PY ?= .venv/bin/python
-.PHONY: check test
-check:
-\t@command -v $(PY) >/dev/null || { echo "creating .venv..." && python3 -m venv .venv && \\
-\t  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt; }
-\t$(PY) homework.py check $(EX)
-test:
-\t$(PY) -m pytest -q test_recall.py
-"""
+CALLS = {"three_step_limit": "three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)"}
+NEEDS = {4: [3], 6: [1], 7: [1, 6]}     # an exercise whose tests run these exercises' code
 
 
 def sheet_entry(sheet, n):
@@ -62,8 +55,7 @@ def student(name, src, found, hints):
     """The module as the student copy has it; the exercises and WITHHELD names met go to found."""
     lines = src.splitlines(keepends=True)
     funcs = [f for f in ast.parse(src).body if isinstance(f, ast.FunctionDef)]
-    names, marked = {f.name for f in funcs}, [(i, int(m[1])) for i, m in
-                                              enumerate(map(MARK.search, lines), 1) if m]
+    marked = [(i, int(m[1])) for i, m in enumerate(map(MARK.search, lines), 1) if m]
     for f in sorted(funcs, key=lambda f: -f.lineno):    # bottom up: earlier line numbers hold
         body = f.body[1:] if ast.get_docstring(f) is not None else f.body
         start, end, fast = body[0].lineno, f.end_lineno, re.sub("_forward$", "_backward", f.name)
@@ -76,13 +68,12 @@ def student(name, src, found, hints):
             new = [comment(pad, f"exercise {n}: {task}"), comment(pad, f"nudge: {nudge}"),
                    f'{pad}raise NotImplementedError("exercise {n}: {f.name} is not written")\n']
             start = max(start, i)
-        elif fast in WITHHELD:    # a raise, or (fast forms) a call of the textbook form
+        elif fast in WITHHELD:    # the copy calls what the student writes instead
             n, twin = f.name, re.sub("_(forward|backward)$", r"_textbook_\1", f.name)
-            why = f"withheld from the student copy: the answer to {WITHHELD[fast]}"
-            note = (why if n == fast else f"{fast} is withheld") + f"; this copy calls {twin}"
-            call = f"return {twin}({', '.join(a.arg for a in f.args.args)})"
-            new = [comment(pad, note), pad + call + "\n"] if twin in names - {n} else [
-                f'{pad}raise NotImplementedError("{why}")\n']
+            call = CALLS.get(n, f"{twin}({', '.join(a.arg for a in f.args.args)})")
+            new = [comment(pad, f"{n} is withheld from the student copy (it holds the answer to "
+                                f"{WITHHELD[fast]}); this copy calls {call.split('(')[0]}"),
+                   f"{pad}return {call}\n"]
         else:
             continue
         lines[start - 1:end] = new
@@ -167,11 +158,14 @@ def make(out):
     if bad:
         die("the reference solutions do not pass: " + "; ".join(bad), status=1)
     met = set()
-    files = dict(texts, Makefile=MAKEFILE, **{n: student(n, texts[n], met, hints) for n in MODULES})
+    files = dict(texts, **{n: student(n, texts[n], met, hints) for n in MODULES})
     missing = (set(EXERCISES) | set(WITHHELD)) - met
     if missing:
         die(f"not in {', '.join(MODULES)}: {', '.join(map(str, missing))} (EXERCISES, WITHHELD)")
-    os.makedirs(out, exist_ok=True)
+    os.makedirs(os.path.join(out, "figures"), exist_ok=True)
+    for name in os.listdir(os.path.join(HERE, "figures")):          # the docs show them
+        if name.endswith(".png"):
+            shutil.copy(os.path.join(HERE, "figures", name), os.path.join(out, "figures"))
     for name, text in files.items():
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
             f.write(text)
@@ -188,8 +182,15 @@ def main(argv):
         return make(argv[1] if len(argv) == 2 else "homework")
     if argv[:1] != ["check"] or len(argv) > 2 or argv[1:] and argv[1] not in map(str, EXERCISES):
         die(f"usage: python homework.py make [DIR] | check [N]   (N one of 1-{len(EXERCISES)})")
-    lines = results([int(argv[1])] if len(argv) == 2 else list(EXERCISES))
-    print("\n".join(f"exercise {n} {f}: {v}" for n, f, v in lines))
+    wanted = [int(argv[1])] if len(argv) == 2 else list(EXERCISES)
+    needed = sorted(set(wanted).union(*(NEEDS.get(n, []) for n in wanted)))
+    lines = results(needed)
+    failed = {n for n, _, v in lines if v.startswith("failed")}
+    lines = [(n, f, v) for n, f, v in lines if n in wanted]
+    for n, f, v in lines:            # a failing prerequisite is named: it may be the cause
+        first = [k for k in NEEDS.get(n, []) if k in failed]
+        print(f"exercise {n} {f}: {v}" + (f"; exercise {first[0]} fails too: fix it first"
+                                           if first and n in failed else ""))
     return int(any(v.startswith("failed") for _, _, v in lines))
 
 

@@ -17,8 +17,10 @@ import experiments as ex          # noqa: E402
 import theory                     # noqa: E402
 import train                      # noqa: E402
 
-TALK = {"font.size": 14, "savefig.dpi": 150, "lines.linewidth": 2.2, "lines.markersize": 7}
-TALK_SIZE = 1.3         # --talk: type 1.4x (every size below is relative to font.size), figure 1.3x
+STYLE = {"savefig.dpi": 120, "figure.constrained_layout.use": True}   # laid out when saved
+TALK = dict(STYLE, **{"font.size": 14, "savefig.dpi": 150, "lines.linewidth": 2.2,
+                      "lines.markersize": 7})    # --talk: type 1.4x (sizes below are relative
+TALK_SIZE = 1.3                                  # to font.size), figure 1.3x
 
 
 def header(fig, listed, records):
@@ -29,6 +31,7 @@ def header(fig, listed, records):
     fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {dtypes}, {seeds} "
              f"seed{'s' * (seeds != 1)}, {len(records)} run{'s' * (len(records) != 1)}"
              + (f" of up to {draws} draws" if draws > 1 else "")
+             + (f" (of {len(listed['keys'])} listed)" if len(records) < len(listed["keys"]) else "")
              + "".join(f", --set {k}={v}" for k, v in listed["set"].items()),
              fontsize="x-small", color="0.35", va="bottom")
 
@@ -141,7 +144,6 @@ def fig_mlp(records, path):
         ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$",
                ylabel=r"capacity $N$ (99% recalled)")
         legend_below(ax, dy=-0.2)
-    fig.tight_layout()
     save_data(path, {"plotted": plotted, "fits": fits})
     return fig
 
@@ -309,7 +311,7 @@ def fig_b_phase(records, path, taus=(0.25, 0.5)):
                 ax.contour(Ns, ds, level, levels=list(taus), colors="w", linestyles=":",
                            linewidths=0.8)
         ax.set(xscale="log", yscale="log", xlabel="samples $N$")
-        ax.set_title(rf"$L={L}$, $V={V}$, $|w|={q:g}$, {rs[0]['config']['draws']} draws",
+        ax.set_title(rf"$L={L}$, $V={V}$, $q={q:g}$, {rs[0]['config']['draws']} draws",
                      fontsize="small")
     axes[0][0].set_ylabel("embedding dimension $d$")
     fig.colorbar(im, ax=axes, label="mean test accuracy (white: measured contours, dotted ±1 sd)")
@@ -341,7 +343,7 @@ def fig_b_nstar(records, path):
                 color="C0", label=f"predicted (slope {theory.loglog_slope(x, p):+.2f})")
         ax.set(xscale="log", yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
                xlabel=f"${key}$ (" + ", ".join(f"{k}={v}" for k, v in match.items())
-               + f", L={c0['L']}, |w|={c0['q']:g}, {c0['draws']} draws)")
+               + f", L={c0['L']}, q={c0['q']:g}, {c0['draws']} draws)")
         ax.legend(fontsize="small")
     return fig
 
@@ -367,7 +369,7 @@ def fig_b_embed(records, path):
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
     ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
-    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, |w|={c['q']:g}, "
+    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, q={c['q']:g}, "
                  f"mean ± sd of {c['draws']} draws; dotted: predicted", fontsize="small")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
@@ -403,14 +405,14 @@ def fig_b_mlp(records, path):
         ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     axes[0][0].legend(fontsize="x-small")
-    fig.suptitle(f"V={V}, N={N}, L={L}, |w|={q:g}, {len(att)} paired draws "
+    fig.suptitle(f"V={V}, N={N}, L={L}, q={q:g}, {len(att)} paired draws "
                  "(same embeddings, samples, test set)", fontsize="small")
     return fig
 
 
 def fig_b_length(records, path):
     """Accuracy (mean +- sd over draws, paired across L) and attention on the informative
-    position against L at fixed N, d, |w|; right: the paired difference L minus the shortest
+    position against L at fixed N, d, q; right: the paired difference L minus the shortest
     L, as experiments.b_length_summary prints it."""
     fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.6))
     for i, q in enumerate(sorted({r["config"]["q"] for r in records})):
@@ -419,10 +421,10 @@ def fig_b_length(records, path):
         L = np.array([r["config"]["L"] for r in rs])
         acc = np.array([np.array(r["result"]["accuracy"])[:, 0] for r in rs])   # (L, draws)
         att = np.array([np.mean(r["result"]["attention"]) for r in rs])
-        sd_band(axes[0], L, acc.mean(1), acc.std(1, ddof=1), f"C{i}", f"measured, $|w|={q:g}$")
+        sd_band(axes[0], L, acc.mean(1), acc.std(1, ddof=1), f"C{i}", f"measured, $q={q:g}$")
         diff = acc - acc[0]
-        sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$|w|={q:g}$")
-        axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $|w|={q:g}$")
+        sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$q={q:g}$")
+        axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $q={q:g}$")
         Lf = np.unique(np.geomspace(L[0], L[-1], 8).round().astype(int))
         args = (c["V"], c["Ns"][0], c["d"])
         axes[0].plot(Lf, [theory.retrieval_accuracy_frozen(*args, l, q, draws=16)[0]
@@ -431,12 +433,11 @@ def fig_b_length(records, path):
                      label="predicted (mean field)")
     axes[2].axhline(0, color="gray", lw=0.8)
     labels = ("test accuracy", "attention on informative position",
-              f"paired accuracy difference $L$ − $L={L[0]}$")
+              f"paired difference acc($L$) − acc($L={L[0]}$)")
     for ax, lab in zip(axes, labels):
         ax.set_xscale("log", base=2)
         ax.set(xlabel="sequence length $L$", ylabel=lab)
         ax.legend(fontsize="x-small")
-    fig.subplots_adjust(wspace=0.3)
     fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
                  "(same embeddings and informative tokens at every L)", fontsize="small")
     return fig
@@ -471,7 +472,7 @@ def fig_b_scaling(records, path):
     axes[0].legend(fontsize="x-small", loc="upper left")
     axes[1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     n = max(r["config"]["draws"] for r in records)
-    fig.suptitle(f"three steps, V={V}, |w|={q:g}, {n} draws per point", fontsize="small")
+    fig.suptitle(f"three steps, V={V}, q={q:g}, {n} draws per point", fontsize="small")
     save_data(path, {"collapse": pts, "rms": rms})
     return fig
 
@@ -489,7 +490,7 @@ def fig_b_gradinfo(records, path):
         ax.set(yscale="log", ylim=(10, 2e4), ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})",
                xlabel=f"${over}$ (" + ", ".join(f"{k}={v}" for k, v in match.items()) + ")")
         ax.legend(fontsize="x-small")
-    fig.suptitle(f"V={V}; three steps at |w|={q:g}; bars: where mean $\\mp$ 1 sd crosses "
+    fig.suptitle(f"V={V}; three steps at q={q:g}; bars: where mean $\\mp$ 1 sd crosses "
                  f"{tau:g}", fontsize="small")
     return fig
 
@@ -514,7 +515,8 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
                                 f"{results}/{source}/: run `{run}` first")
     folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
     path = path or os.path.join(folder, default)
-    with plt.rc_context(TALK if talk else {"savefig.dpi": 120}):
+    path += "" if os.path.splitext(path)[1] else ".png"          # what savefig writes
+    with plt.rc_context(TALK if talk else STYLE):
         fig = fn(records, path)
         header(fig, listed, records)
         if talk:

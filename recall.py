@@ -399,11 +399,11 @@ def retrieval_textbook_forward(params, fixed, inputs):
     phi = np.einsum("nl,nld->nd", a, h)                      # (N, d)     phi = sum_i a_i h_i
     g, P = _features(phi, fixed)                             # (N, d) or (N, m)
     logits = g @ params["WV"] @ fixed["U"].T                 # (N, V)
-    return logits, (h, a, P, g, params, fixed)
+    return logits, {"h": h, "a": a, "P": P, "g": g, "params": params, "fixed": fixed}
 
 
 def retrieval_textbook_backward(dlogits, cache):  # exercise 6
-    h, a, P, g, params, fixed = cache
+    h, a, P, g, params, fixed = (cache[k] for k in ("h", "a", "P", "g", "params", "fixed"))
     dZ = dlogits @ fixed["U"]                                # logits = Z U^T,  Z = g WV
     dWV = g.T @ dZ
     dg = dZ @ params["WV"].T
@@ -429,9 +429,9 @@ def retrieval_forward(params, fixed, inputs):
     phi = C E + a_pos z_trig, with C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per
     vocabulary entry: two BLAS calls instead of an (N, L, d) gather (pass N in chunks if N V is
     too large for memory, as train.retrieval_grad does).  Without fixed["U"] the output is
-    Z = g WV (N, d), what the unembedding reads (the logits with U = I).  The cache is a dict, so
-    that train.three_step_limit can reuse a forward pass with other weights WV (the attention
-    and features do not depend on WV) and a learner can read the attention a."""
+    Z = g WV (N, d), what the unembedding reads (the logits with U = I).  Both forms' caches are
+    dicts, so that train.three_step_limit can reuse a forward pass with other weights WV (the
+    attention and features do not depend on WV) and a learner can read the attention a."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     N, V = len(tokens), len(E)

@@ -985,21 +985,21 @@ def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(HERE, "homework.py"), "make", copy],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr            # make first checks that the reference passes
-    assert sorted(os.listdir(copy)) == sorted(homework.COPIED + ["Makefile"])
-    for doc in ("EXERCISES.md", "README.md", "MODEL.md", "RESULTS.md"):   # copied as they are
+    assert sorted(os.listdir(copy)) == sorted(homework.COPIED + ["figures"])
+    for doc in ("EXERCISES.md", "README.md", "MODEL.md", "RESULTS.md", "Makefile"):   # as they are
         assert open(os.path.join(copy, doc)).read() == open(os.path.join(HERE, doc)).read()
-    assert re.findall(r"(?m)^(check|test):", open(os.path.join(copy, "Makefile")).read()) == [
-        "check", "test"]
+    assert "fig5_sequential.png" in os.listdir(os.path.join(copy, "figures"))   # README shows it
     names = {n: e[0] for n, e in homework.EXERCISES.items()}
     sheet = open(os.path.join(copy, "EXERCISES.md")).read()
     assert all(f"## Exercise {n}: `{f}`" in sheet for n, f in names.items())
     stubs = "".join(open(os.path.join(copy, m)).read() for m in homework.MODULES)
     assert len(re.findall(r'raise NotImplementedError\("exercise \d+: ', stubs)) == len(names)
-    assert stubs.count("withheld from the student copy") == len(homework.WITHHELD)   # no answers
-    for name in ("transformer_backward", "retrieval_backward"):        # not even the ReLU mask
-        assert "(P > 0)" not in _function_source(os.path.join(copy, "recall.py"), name)
-    assert "raise NotImplementedError" in _function_source(os.path.join(copy, "train.py"),
-                                                           "three_step_limit")
+    for name in homework.WITHHELD:                                      # no answers
+        module = "train.py" if name == "three_step_limit" else "recall.py"
+        source = _function_source(os.path.join(copy, module), name)
+        assert "withheld from the student copy" in source and "(P > 0)" not in source
+    assert "return three_step(" in _function_source(os.path.join(copy, "train.py"),
+                                                    "three_step_limit")
     code, lines = _check(copy)
     assert code == 0 and lines == [f"exercise {n} {f}: not attempted" for n, f in names.items()]
     _paste(copy, "recall.py", "linear_memory_backward")
@@ -1025,6 +1025,12 @@ def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
                         *(f"test_recall.py::{t}" for t in fast)],
                        cwd=copy, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:]      # the fast forms run on the textbook ones
+    r = subprocess.run([sys.executable, "train.py", "b_embed", "--scale", "tiny", "--out", "r"],
+                       cwd=copy, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]      # paper B runs on the student's three_step
+    _paste(copy, "recall.py", "cross_entropy", lambda s: s.replace("(1.0 / B)", "1.0"))
+    code, lines = _check(copy, "7")
+    assert code == 1 and lines[0].endswith("; exercise 1 fails too: fix it first"), lines
     for args in (["99"], ["x"], ["1", "2"], ["nonsense"]):
         assert _check(copy, *args) == (2, [])
     r = subprocess.run([sys.executable, "homework.py", "make", copy], cwd=copy,

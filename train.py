@@ -496,15 +496,20 @@ def main(argv=None):
                              f"{', '.join(sorted(grid))}")
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
         configs = e["configs"](dict(grid, **sets), args.seed)
+        if not configs:
+            raise ValueError(f"no configuration of {name} is left with these settings")
         if args.list:
             for i, c in enumerate(configs):
                 done = os.path.exists(os.path.join(args.out, name, config_key(c) + ".json"))
-                print(f"{i}\t{'done' if done else 'todo'}\t{json.dumps(c, sort_keys=True)}")
+                if args.only in (None, i):
+                    print(f"{i}\t{'done' if done else 'todo'}\t{json.dumps(c, sort_keys=True)}")
             return
         t0 = time.time()
         records = sweep(name, configs, e["one"], args.out, args.jobs, args.scale, sets, args.only)
     except ValueError as err:                            # a bad combination of option values
         parser.error(str(err))
+    except OSError as err:                               # e.g. --out names a file
+        parser.error(f"cannot write the results: {err}")
     except KeyboardInterrupt:
         sys.stderr.write(f"\n{name}: interrupted; finished runs are saved in {args.out}/{name}/,"
                          " rerun to continue\n")
