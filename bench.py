@@ -1,12 +1,6 @@
-"""bench.py -- time the project's kernels against a straightforward implementation of the same
-math, against a jit-compiled JAX step of the same model when JAX is importable, and against a
-plain large matmul, all measured in the same run (`make bench`).
-
-The straightforward forms are recall's textbook ones: the transformer with per-position keys and
-values (B, H, T, dh), the retrieval model with per-position rows (N, L, d).  Timings are medians
-of several repeats, the implementations timed alternately; compare ratios, not absolute times
-(machines are shared and noisy).
-JAX is optional and never a requirement: install it in any environment to get its column."""
+"""bench.py -- time the project's fast kernels against recall's textbook forms, a jit-compiled
+JAX step of the same model (when JAX is importable; never required) and a plain matmul, in one
+run (`make bench`).  Medians of repeats, timed alternately: compare ratios, not absolute times."""
 import argparse
 import os
 import time
@@ -17,27 +11,18 @@ import numpy as np             # noqa: E402
 import recall as rc            # noqa: E402
 
 
-def timeit(fn, *others, repeat=5, min_time=0.2):
-    """Median seconds per call of fn() over `repeat` batches of calls lasting >= min_time.
-    With several functions, their batches alternate (so they share the machine's load) and
-    the result is the list of medians."""
-    fns, n = (fn,) + others, []
-    for f in fns:
-        f()                                                # warm up (and compile)
-        t0, k = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_time / 4:
-            f()
-            k += 1
-        n.append(max(1, k * 4))
+def timeit(*fns, repeat=5, min_time=0.2):
+    """Median seconds per call of each fn over `repeat` rounds of calls lasting >= min_time,
+    the functions alternating so that they share the machine's load."""
     times = [[] for _ in fns]
-    for _ in range(repeat):
-        for f, k, ts in zip(fns, n, times):
-            t0 = time.perf_counter()
-            for _ in range(k):
+    for _ in range(repeat + 1):                             # round 0 warms up (and compiles)
+        for f, ts in zip(fns, times):
+            t0, k = time.perf_counter(), 0
+            while time.perf_counter() - t0 < min_time:
                 f()
+                k += 1
             ts.append((time.perf_counter() - t0) / k)
-    medians = [float(np.median(ts)) for ts in times]
-    return medians if others else medians[0]
+    return [float(np.median(ts[1:])) for ts in times]
 
 
 def check_same(a, b, dtype):
@@ -45,11 +30,6 @@ def check_same(a, b, dtype):
     worst = max(np.abs(a[k] - b[k]).max() / (np.abs(b[k]).max() + 1e-30) for k in a)
     tol = 1e-8 if np.dtype(dtype) == np.float64 else 1e-3
     assert worst < tol, f"implementations disagree: {worst:.1e}"
-
-
-def matmul_gflops(dtype, n=1024):
-    A = np.random.default_rng(0).standard_normal((n, n)).astype(dtype)
-    return 2 * n ** 3 / timeit(lambda: A @ A) / 1e9
 
 
 # ----------------------------------------------------------------------------- transformer
@@ -63,16 +43,6 @@ def gradient(forward, backward, params, fixed, inputs, y):
 
 FAST = (rc.transformer_forward, rc.transformer_backward)
 TEXTBOOK = (rc.transformer_textbook_forward, rc.transformer_textbook_backward)
-
-
-def transformer_flops(B, T, d, H, dh, m, n_answers):
-    """Multiply-adds x2 of the project's forward + backward (backward ~ 2x forward)."""
-    fwd = (B * d * H * dh           # q
-           + H * B * d * dh         # WK_h q
-           + H * B * T * d * 2      # scores, pooling
-           + H * B * d * dh         # pooled values
-           + B * H * dh * d + 2 * B * d * m + B * d * n_answers)
-    return 2 * 3 * fwd
 
 
 def jax_transformer_step():
@@ -122,7 +92,9 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
         train.adam_step(params, gradient(*form, params, fixed, tokens, y)[1], state, 1e-3)
 
     check_same(*(gradient(*form, params, fixed, tokens, y)[1] for form in (FAST, TEXTBOOK)), dtype)
-    flops = transformer_flops(B, T, d, H, dh, m, task["n_answers"])
+    # multiply-adds of the forward per row and d: q, WK_h q, values, WO (4 H dh), scores and
+    # pooling (2 H T), MLP (2 m), unembedding; x2 for flops, x3 with the backward
+    flops = 6 * B * d * (4 * H * dh + 2 * H * T + 2 * m + task["n_answers"])
     jax_runs = []
     for run, arr, zeros in jax_steps:
         jp = {k: arr(v) for k, v in params.items()}
@@ -161,7 +133,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     dtype = np.dtype(args.dtype).type
     print(f"BLAS threads per process: {os.environ.get('OPENBLAS_NUM_THREADS')}")
-    gf = matmul_gflops(dtype)
+    A = np.random.default_rng(0).standard_normal((1024, 1024)).astype(dtype)
+    gf = 2 * 1024 ** 3 / timeit(lambda: A @ A)[0] / 1e9
     print(f"dtype {args.dtype}; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
     jax_steps = [] if args.no_jax else [j for j in [jax_transformer_step()] if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")

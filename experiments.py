@@ -6,10 +6,8 @@
                                                             recall.py, the training of train.py)
     name_summary(records) -> str                            the table it prints
 
-`python train.py NAME --scale S --set FIELD=VALUE` runs it (train.sweep: resumable, parallel);
-a --set replaces a field of the grid before the configs are made, so the fields computed from it
-follow.  EXPERIMENTS at the end lists them.  Paper A's setups are A1..A5, paper B's model and
-formula are derived in MODEL.md; [ours] marks a choice of this project."""
+`python train.py NAME --scale S --set FIELD=VALUE` runs it (train.sweep); EXPERIMENTS at the end
+lists them.  Setups A1..A5 and paper B's model: MODEL.md; [ours] marks a choice of this project."""
 import hashlib
 import math
 
@@ -28,10 +26,6 @@ def by_scale(small, **changes):
             "full": dict(small, **changes.get("full", {}))}
 
 
-def seeds(g, seed):
-    return range(seed, seed + g["seeds"])
-
-
 # ----------------------------------------------------------------------------- fig5 (A5)
 # Paper A, Fig. 5: linear attention on one-hot embeddings learns in stages (sequential learning).
 
@@ -41,7 +35,6 @@ FIG5 = by_scale(dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps=
 
 
 def fig5_configs(g, seed):
-    """The paper's run at small and full; tiny: lr 0.3, batch 256, 2048 steps (same stages)."""
     return [dict(g, seed=seed)]
 
 
@@ -78,7 +71,8 @@ def fig5_losses(logits, y, D):
     """Total, relation-only and subject-only cross-entropy (means over rows).
     relation-only: -log sum_{a in y's relation block} p(a)   (is the relation known?)
     subject-only:  -log sum_{a = y mod D} p(a)               (is the subject's slot known?)"""
-    logp = rc.log_softmax(logits)                                   # (B, D R)
+    z = logits - logits.max(axis=-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))        # (B, D R) log-softmax
     B, n = logp.shape
     rows = np.arange(B)
     blocks = logp.reshape(B, n // D, D)                             # (B, R, D)
@@ -115,8 +109,6 @@ def fig5_summary(records):
 
 # ----------------------------------------------------------------------------- linear (A1)
 # Paper A, Fig. 1 left: capacity of a d x d linear memory, trained by Adam, and Hebbian.
-# A trial at size N draws its embeddings from default_rng([seed, d, N]), so whether N succeeds
-# does not depend on the path of the bisection, and trials are shared by both criteria.
 
 LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ratio=1.03,
                        c_lo=4.0, c_hi=0.8, dmax=256),
@@ -136,7 +128,7 @@ def linear_configs(g, seed):
             lo = max(2, int(theory.linear_capacity_N(d, g["c_lo"])))
             hi = min(hi, int(theory.linear_capacity_N(d, g["c_hi"])) + 1)
         out += [{"d": d, "seed": s, "lr": g["lr"], "steps": g["steps"], "ratio": g["ratio"],
-                 "lo": lo, "hi": hi} for s in seeds(g, seed)]
+                 "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
     return out
 
 
@@ -216,7 +208,7 @@ def mlp_configs(g, seed):
                 lo, hi = d, md
             out += [{"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s, "lr": g["lr"],
                      "steps": g["steps"], "patience": g["patience"], "ratio": g["ratio"],
-                     "lo": lo, "hi": hi} for s in seeds(g, seed)]
+                     "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
     return sorted(out, key=lambda c: -c["alpha"] * c["d"] ** 2)
 
 
@@ -267,9 +259,8 @@ FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, l
 
 def facts_configs(g, seed):
     """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
-    unless H is given.
-    Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo, c_hi]), or the
-    paper's [2, sqrt(params)] (None).  Small: a = b = 1 (params = 6 d^2)."""
+    unless H is given.  Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo,
+    c_hi]), or the paper's [2, sqrt(params)] (None)."""
     out = []
     for d, a, b in ((d, a, b) for d in g["d"] if d <= g["dmax"] for a in g["a"] for b in g["b"]):
         H = g["H"] or (8 if d % 8 == 0 else d // 4)
@@ -397,8 +388,7 @@ def tradeoff_summary(records):
 
 
 # ----------------------------------------------------------------------------- paper B: draws
-# Every paper-B experiment runs `draws_one`: one learner on `draws` independent draws of the
-# model (embeddings, permutation, training and test sequences), at each N of a nested list.
+# Every paper-B experiment runs `draws_one`: one learner on `draws` independent draws.
 
 LEARNERS = {"three_step": "three steps", "gradinfo": "gradient information", "adam": "Adam"}
 CHOICES = {"dtype": ("float32", "float64"), "method": tuple(LEARNERS)}   # text fields' values
@@ -417,10 +407,8 @@ def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
 
 
 def draws_one(cfg):
-    """Accuracy and attention of one learner for cfg["draws"] independent draws at each N of
-    cfg["Ns"] (nested training sets).  Draw k takes E, U, z_trig, z_eos (and W_mlp) from rng
-    [seed, k, 0], the permutation and sequences from [seed, k, 1] (recall.sample_retrieval), so
-    records differing only in L, q, d, m, kind or method are paired.  centred: the MLP features
+    """Accuracy and attention of one learner for cfg["draws"] draws at each N of cfg["Ns"]
+    (nested), paired across settings (MODEL.md section 3, "Draws").  centred: the MLP features
     minus mean_x relu((e_x + z_trig) W_mlp).  gaussian: also gaussian_fresh_accuracy."""
     out = {"accuracy": [], "attention": [], "z2": []}
     if cfg.get("gaussian"):
@@ -507,8 +495,7 @@ def geom(lo, hi, n):
 
 
 # ----------------------------------------------------------------------------- b_agree
-# Predicted against measured accuracy of three steps, mean and sd over draws, on points spanning
-# accuracies 0.1 to 0.99 (V = 64, 128, 256; d, L, N, q varied; two with the fixed MLP).
+# Predicted against measured accuracy of three steps at 20 points (two with the fixed MLP).
 
 def _points(*rows):
     return [dict(zip(("V", "d", "L", "N", "q", "m"), row)) for row in rows]
@@ -785,8 +772,7 @@ def b_length_summary(records):
 
 
 # ----------------------------------------------------------------------------- b_scaling
-# N* against L and d for three steps, the gradient-information learner and Adam, on the same
-# draws; and every (N, d, L) point's accuracy against the formula's one signal-to-noise ratio.
+# N* against L and d for three learners; every (N, d, L) point's accuracy against one snr.
 
 B_SCALING = by_scale(dict(V=64, d_L=[64, 128], Nmax_L=[4096, 2048], L=[2, 4, 8, 16, 32, 64],
                           L0=8, d0=64, d_more=[16, 32], Nmax_more=4096, draws=DRAWS["small"],
@@ -833,7 +819,8 @@ def collapse_points(records):
 def b_scaling_summary(records):
     c = records[0]["config"]
     pts, rms = collapse_points(records)
-    d_L = sorted({r["config"]["d"] for r in records if r["config"]["L"] != c["L0"]})
+    d_L = sorted({r["config"]["d"] for r in records
+                  if r["config"]["L"] != c["L0"] and r["config"]["method"] == "three_step"})
     return ("".join(nstar_table(records, "L", d=d) for d in d_L)
             + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance {rms:.3f} over "
             f"{len(pts)} (N, d, L) points; mean sd of one run {np.mean([p[2] for p in pts]):.3f}"

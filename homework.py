@@ -12,8 +12,9 @@ import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["recall.py", "train.py", "theory.py"]
-COPIED = MODULES + ("experiments.py plots.py bench.py test_recall.py homework.py requirements.txt "
-                    "LICENSE Makefile .gitignore README.md MODEL.md RESULTS.md EXERCISES.md").split()
+COPIED = MODULES + ("experiments.py plots.py bench.py test_recall.py homework.py Makefile "
+                    "requirements.txt LICENSE .gitignore README.md MODEL.md RESULTS.md "
+                    "EXERCISES.md").split()
 # A trailing `# exercise N` marks a solution: on a def line its body, else the rest of the function.
 MARK = re.compile(r"#\s*exercise (\d+)\s*$")
 GRAD = "test_gradients_at_random_point_and_after_training"

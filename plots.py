@@ -178,11 +178,6 @@ def fig_facts(records, path):
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     ax.plot(pp, [theory.facts_information_bound(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
-    f = fits.get("facts_fresh99")
-    if f:
-        ax.plot(pp, f["facts_per_param"] * pp, "--", color="C0", lw=1,
-                label=f"fit: facts = {f['facts_per_param']:.3f} params "
-                      f"({f['bits_per_param']:.2f} bits/param)")
     ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$",
            ylabel=r"facts stored $S\cdot R$")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -202,8 +197,8 @@ def edges(v):
 
 def fig_tradeoff(records, path):
     """Accuracy over (attention params d dh H, MLP params d m) at one fact table; the measured
-    frontier (only where a cell reached 99%), the fitted lines attn = c_attn facts and
-    MLP = c_mlp facts and their sum, and the authors' frontier."""
+    frontier (only where a cell reached 99%), its fit attn/c_attn + MLP/c_mlp = facts, and the
+    authors' frontier."""
     attn, mlp = (sorted({r["result"][k] for r in records}) for k in ("attn_params", "mlp_params"))
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
     for r in records:
@@ -230,14 +225,9 @@ def fig_tradeoff(records, path):
             label="authors' frontier, scaled to our facts")
     ca, cm = fits.get("attn_params_per_fact", 0), fits.get("mlp_params_per_fact", 0)
     if ca:
-        ax.axvline(ca * facts, color="C1", ls=":", lw=1.5, label=f"attention params = {ca:.2f} "
-                   "facts (fit)")
-        ax.axhline(cm * facts, color="C6", ls=":", lw=1.5, label=f"MLP params = {cm:.2f} facts "
-                   "(fit)")
         ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
-                lw=1, alpha=0.8, label=f"their sum: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    ax.set(xscale="log", yscale="log", xlim=(xe[0], max(xe[-1], 1.2 * ca * facts)),
-           ylim=(ye[0], max(ye[-1], 1.2 * cm * facts)))
+                lw=1.5, label=f"fit: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
+    ax.set(xscale="log", yscale="log", xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
     ax.minorticks_off()
@@ -270,8 +260,6 @@ def fig_b_agree(records, path):
     (experiments.agreement_rows; predicted with the frozen label bias)."""
     rows = ex.agreement_rows(records)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
-    ax.fill_between([0, 1], [-0.05, 0.95], [0.05, 1.05], color="gray", alpha=0.15, lw=0,
-                    label=r"$\pm 0.05$")
     ax.plot([0, 1], [0, 1], color="gray", lw=1)
     for mlp in sorted({bool(r["key"][5]) for r in rows}):          # attention only, then + MLP
         w, fmt, col = [r for r in rows if bool(r["key"][5]) == mlp], "os"[mlp], f"C{int(mlp)}"
@@ -336,12 +324,8 @@ def fig_b_nstar(records, path):
     c0 = records[0]["config"]
     for ax, key, match in ((axes[0], "d", {"V": c0["V0"]}), (axes[1], "V", {"d": c0["d0"]})):
         x, n, p = nstar_plot(ax, records, "three_step", key, "k", "measured", "o", **match)
-        at = [dict(c0, **match, **{key: int(round(v))}) for v in
-              np.geomspace(x.min() / 1.2, x.max() * 1.2, 12)]
-        ax.plot([a[key] for a in at], [theory.critical_N(a["V"], a["d"], c0["L"], c0["q"],
-                                                         c0["tau"]) for a in at],
-                color="C0", label=f"predicted (slope {theory.loglog_slope(x, p):+.2f})")
-        ax.set(xscale="log", yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
+        ax.plot(x, p, color="C0", label=f"predicted (slope {theory.loglog_slope(x, p):+.2f})")
+        ax.set(yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
                xlabel=f"${key}$ (" + ", ".join(f"{k}={v}" for k, v in match.items())
                + f", L={c0['L']}, q={c0['q']:g}, {c0['draws']} draws)")
         ax.legend(fontsize="small")
@@ -448,7 +432,9 @@ def fig_b_scaling(records, path):
     the L where N* was measured); every (N, d, L) point's accuracy against theory.retrieval_snr."""
     V, q, tau, L0 = (records[0]["config"][k] for k in ("V", "q", "tau", "L0"))
     fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.0))
-    for i, d in enumerate(sorted({r["config"]["d"] for r in records if r["config"]["L"] != L0})):
+    d_L = {r["config"]["d"] for r in records
+           if r["config"]["L"] != L0 and r["config"]["method"] == "three_step"}
+    for i, d in enumerate(sorted(d_L)):
         x, n, p = nstar_plot(axes[0], records, "three_step", "L", f"C{i}", f"measured, $d={d}$",
                              d=d)
         slope = theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p))

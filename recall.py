@@ -1,11 +1,8 @@
 """recall.py -- embeddings, tasks, models (forward + hand-derived backward) and the loss.
 
-Two papers, one engine:
-  A. Nichani, Lee, Bietti, "Understanding Factual Recall in Transformers via Associative
-     Memories" (ICLR 2025): linear / MLP associative memories, a synthetic factual-recall
-     task, a one-layer transformer, and a linear-attention model that learns sequentially.
-  B. Vural, Bietti, Soltanolkotabi, Wu, "Learning to Recall with Transformers Beyond
-     Orthogonal Embeddings" (ICLR 2026): token retrieval with random embeddings.
+Two papers, one engine (README.md cites them): A, linear / MLP associative memories, a
+factual-recall task, a one-layer transformer and a linear attention that learns sequentially;
+B, token retrieval with random embeddings.
 
 Every model is a pair of pure functions
     logits, cache = <name>_forward(params, fixed, inputs)
@@ -51,12 +48,6 @@ def embeddings(n, d, rng, kind="gaussian"):
 
 # ----------------------------------------------------------------------------- loss
 
-def log_softmax(logits):
-    """Row-wise log-softmax, stable for logits of any magnitude."""
-    z = logits - logits.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-
-
 def softmax(s, axis=-1):
     """Softmax along `axis`, stable for any magnitude (computed in place on a fresh copy)."""
     e = s - s.max(axis=axis, keepdims=True)
@@ -70,11 +61,9 @@ def cross_entropy(logits, y):
 
     Returns (loss, dlogits) with dlogits = (softmax(logits) - onehot(y)) / B."""
     logits = np.asarray(logits)
-    if logits.ndim != 2:
-        raise ValueError(f"logits must be 2-d (B, M), got shape {logits.shape}")
+    if logits.ndim != 2 or np.shape(y) != logits.shape[:1]:
+        raise ValueError(f"need logits (B, M) and labels y (B,), got {logits.shape}, {np.shape(y)}")
     y = _check_tokens("y", y, logits.shape[1], 1)
-    if len(y) != len(logits):
-        raise ValueError(f"y has {len(y)} labels for {len(logits)} rows of logits")
     B, rows = len(y), np.arange(len(y))  # exercise 1
     z = logits - logits.max(axis=1, keepdims=True)    # (B, M)  shifted: exp cannot overflow
     zy = z[rows, y]
@@ -102,9 +91,8 @@ def make_facts(S, R, D, rng, T=32, structured=False):
     The fact table a*(s, r) is uniform over relation r's D answers, or, with structured=True,
     a*(s, r) = s*D // S + D*r (for S = 16, D = 8 that is s//2 + 8r: the answer's index inside
     the block depends on the subject only)."""
-    S, R, D, T = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D), ("T", T)))
-    if T < 3:
-        raise ValueError(f"T must be >= 3 (subject, relation, EOS), got {T}")
+    S, R, D = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D)))
+    T = _check_int("T", T, 3)                                  # subject, relation, EOS
     n_noise = S + R
     if structured:
         table = (np.arange(S)[:, None] * D // S) + D * np.arange(R)[None, :]
@@ -147,9 +135,7 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
     the trigger and end-of-sequence vectors, N(0, 1/d) (with kind="onehot" and d >= V+2 they
     are the next two basis vectors, so everything is orthogonal); W_mlp (d, m), N(0, 1/d),
     when m is given; perm: the target permutation pi* of [V]."""
-    V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L)
-    if L < 2:
-        raise ValueError(f"L must be >= 2, got {L}")
+    V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L, 2)
     E = embeddings(V, d, rng, kind)
     U = embeddings(V, d, rng, kind)
     if kind == "onehot" and d >= V + 2:
@@ -213,7 +199,7 @@ def mlp_memory_forward(params, fixed, x):
     """logits = relu(E[x] W1 + b1) W2 U^T.   W1 (d, m), b1 (m,), W2 (m, d)."""
     E, U = fixed["E"], fixed["U"]
     d = E.shape[1]
-    m = _width(params)
+    m = np.size(params.get("b1"))              # b1 (m,); a wrong b1 is named below
     _check_params("mlp_memory", params, {"W1": (d, m), "b1": (m,), "W2": (m, d)})
     x = _check_tokens("x", x, len(E), 1)
     X = E[x]                                   # (B, d)
@@ -252,7 +238,7 @@ def _transformer_inputs(params, fixed, tokens):
     if WQ is None or np.ndim(WQ) != 3:
         raise ValueError("transformer params['WQ'] must be an (H, d, dh) array")
     H, _, dh = WQ.shape
-    m = _width(params)
+    m = np.size(params.get("b1"))                  # b1 (m,); a wrong b1 is named below
     _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
                                           "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
                                           "W2": (m, d)})
@@ -424,14 +410,10 @@ def _features(phi, fixed):
 
 def retrieval_forward(params, fixed, inputs):
     """The function of `retrieval_textbook_forward` (tested against it), without forming the
-    (N, L, d) rows.  The query w = WKQ z_eos is shared by all samples, so the scores are
-    s = (E w)[tokens] + 1{i=pos} z_trig.w, (N, L); the pooled vector is one product
-    phi = C E + a_pos z_trig, with C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per
-    vocabulary entry: two BLAS calls instead of an (N, L, d) gather (pass N in chunks if N V is
-    too large for memory, as train.retrieval_grad does).  Without fixed["U"] the output is
-    Z = g WV (N, d), what the unembedding reads (the logits with U = I).  Both forms' caches are
-    dicts, so that train.three_step_limit can reuse a forward pass with other weights WV (the
-    attention and features do not depend on WV) and a learner can read the attention a."""
+    (N, L, d) rows: the query w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w,
+    and phi = C E + a_pos z_trig, C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per
+    vocabulary entry.  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I).  Both
+    caches are dicts: train.three_step_limit reruns a backward at another WV; learners read a."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     N, V = len(tokens), len(E)
@@ -489,22 +471,12 @@ def _check_tokens(name, x, n_vocab, ndim):
 
 
 def _check_params(name, params, shapes):
-    """shapes: key -> expected shape. Raises ValueError naming the offending key."""
-    missing = set(shapes) - set(params)
-    extra = set(params) - set(shapes)
-    if missing or extra:
-        raise ValueError(f"{name} params: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    if set(params) != set(shapes):
+        raise ValueError(f"{name} params must have keys {sorted(shapes)}, got {sorted(params)}")
     for k, shape in shapes.items():
-        if np.shape(params[k]) != tuple(shape):
-            raise ValueError(f"{name} params[{k!r}] must have shape {tuple(shape)}, "
+        if np.shape(params[k]) != shape:
+            raise ValueError(f"{name} params[{k!r}] must have shape {shape}, "
                              f"got {np.shape(params[k])}")
-
-
-def _width(params):
-    """The MLP width m, read off b1 (m,); -1 if b1 is missing or not a vector (then the shape
-    check names it)."""
-    b1 = params.get("b1")
-    return len(b1) if np.ndim(b1) == 1 else -1
 
 
 def _retrieval_inputs(params, fixed, inputs):

@@ -88,13 +88,15 @@ def small_models(rng):
     out.append(("mlp_memory", rc.mlp_memory_forward, rc.mlp_memory_backward,
                 {"W1": n((5, 4)), "b1": n(4), "W2": n((4, 5))}, {"E": E, "U": U}, x, x % 6))
     task = rc.make_facts(3, 2, 2, rng, T=6)
-    fixed = {"E": rc.embeddings(task["vocab"], 6, rng), "U": rc.embeddings(task["n_answers"], 6, rng)}
+    fixed = {"E": rc.embeddings(task["vocab"], 6, rng),
+             "U": rc.embeddings(task["n_answers"], 6, rng)}
     p = rc.init_transformer(6, 2, 3, 4, rng)
     p["b1"] = n(4)
     tok, y = rc.sample_facts(task, 5, rng)
     out.append(("transformer", rc.transformer_forward, rc.transformer_backward, p, fixed, tok, y))
     out.append(("transformer_textbook", rc.transformer_textbook_forward,
-                rc.transformer_textbook_backward, {k: w.copy() for k, w in p.items()}, fixed, tok, y))
+                rc.transformer_textbook_backward, {k: w.copy() for k, w in p.items()}, fixed,
+                tok, y))
     out.append(("linear_attention", rc.linear_attention_forward, rc.linear_attention_backward,
                 {"A": n((6, 6)), "WV": n((6, 4))}, {"E": fixed["E"]}, tok, y))
     for m in (None, 7):
@@ -160,7 +162,8 @@ def naive_retrieval(params, fixed, tokens, pos):
 def test_fast_transformer_matches_textbook_forward_and_backward():
     rng = np.random.default_rng(3)
     task = rc.make_facts(4, 3, 2, rng, T=7)
-    fixed = {"E": rc.embeddings(task["vocab"], 8, rng), "U": rc.embeddings(task["n_answers"], 8, rng)}
+    fixed = {"E": rc.embeddings(task["vocab"], 8, rng),
+             "U": rc.embeddings(task["n_answers"], 8, rng)}
     p = rc.init_transformer(8, 3, 2, 5, rng)
     p["b1"] = rng.standard_normal(5)
     tok, _ = rc.sample_facts(task, 6, rng)
@@ -168,7 +171,8 @@ def test_fast_transformer_matches_textbook_forward_and_backward():
     ref, ref_cache = rc.transformer_textbook_forward(p, fixed, tok)
     np.testing.assert_allclose(logits, ref, rtol=1e-10, atol=1e-12)
     G = rng.standard_normal(logits.shape)
-    grads, ref_grads = rc.transformer_backward(G, cache), rc.transformer_textbook_backward(G, ref_cache)
+    grads = rc.transformer_backward(G, cache)
+    ref_grads = rc.transformer_textbook_backward(G, ref_cache)
     assert set(grads) == set(ref_grads) == set(p)
     for k in p:
         np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
@@ -198,7 +202,8 @@ def test_facts_task_structure_and_determinism():
     rng = np.random.default_rng(5)
     task = rc.make_facts(6, 3, 4, rng, T=9)
     S, R, T = 6, 3, 9
-    assert task["vocab"] == 2 * (S + R) + 1 and task["eos"] == 2 * (S + R) and task["n_answers"] == 12
+    assert task["vocab"] == 2 * (S + R) + 1 and task["eos"] == 2 * (S + R)
+    assert task["n_answers"] == 12
     assert ((task["table"] // 4) == np.arange(R)[None, :]).all()      # answers in relation's block
     tok, y = rc.sample_facts(task, 500, rng)
     assert tok.shape == (500, T) and (tok[:, -1] == task["eos"]).all()
@@ -278,7 +283,8 @@ def test_adam_and_sgd_steps_by_hand():
     p = {"w": np.array([1.0, -2.0])}
     state = train.adam_init(p)
     train.adam_step(p, g, state, lr=0.1)                # first step: m_hat/sqrt(v_hat) = sign(g)
-    np.testing.assert_allclose(p["w"], [1.0 - 0.1 * 0.5 / (0.5 + 1e-8), -2.0 + 0.1 * 4 / (4 + 1e-8)])
+    np.testing.assert_allclose(p["w"], [1.0 - 0.1 * 0.5 / (0.5 + 1e-8),
+                                        -2.0 + 0.1 * 4 / (4 + 1e-8)])
 
 
 def test_bisect_capacity_finds_threshold():
@@ -329,7 +335,8 @@ def test_fig5_figure_renders(tmp_path):
     (lambda: rc.init_transformer(8, 2, 0, 4, np.random.default_rng()), "dh"),
     (lambda: rc.cross_entropy(np.zeros((2, 3)), np.array([0, 3])), "y"),
     (lambda: rc.linear_memory_forward({"W": np.zeros((3, 3))},
-                                      {"E": np.eye(4, 3), "U": np.eye(4, 3)}, np.array([0, 4])), "x"),
+                                      {"E": np.eye(4, 3), "U": np.eye(4, 3)},
+                                      np.array([0, 4])), "x"),
     (lambda: rc.linear_memory_forward({"W": np.zeros((2, 3))},
                                       {"E": np.eye(4, 3), "U": np.eye(4, 3)}, np.array([0])), "W"),
     (lambda: train.bisect_capacity(lambda n: True, 0, 5), "lo"),
@@ -445,13 +452,13 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.solve_n_log_n(0.0) == pytest.approx(1.0)                        # 1 ln 1 = 0
     # d^2 = 2 N ln N at N = 100: d^2 = 200 ln 100 = 921.03, d = 30.348
     assert theory.linear_capacity_N(math.sqrt(200 * math.log(100))) == pytest.approx(100)
-    assert theory.linear_capacity_N(32, 1.3) > theory.linear_capacity_N(32, 2.0)   # smaller c, more N
+    assert theory.linear_capacity_N(32, 1.3) > theory.linear_capacity_N(32, 2.0)   # smaller c
     assert theory.mlp_reference_N(120.0, "M=32") == pytest.approx(100.0)
     assert theory.mlp_reference_N(35 * math.log(100), "M=N") == pytest.approx(100.0)
     with pytest.raises(ValueError):
         theory.mlp_reference_N(10, "M=7")
     assert theory.transformer_params(32, 8, 4, 32) == 4 * 8 * 4 * 32 + 2 * 32 * 32   # 6144
-    assert theory.counting_bound_N(1024) == pytest.approx(256.0)                   # 256 log2 256 = 2048
+    assert theory.counting_bound_N(1024) == pytest.approx(256.0)          # 256 log2 256 = 2048
     assert theory.counting_bound_N(60, M=8) == pytest.approx(40.0)                 # 2 * 60 / 3
     assert theory.facts_information_bound(300, 8) == pytest.approx(200.0)
     assert theory.fit_constant([1, 2], [2, 8]) == pytest.approx(math.sqrt(8))     # geomean(2, 4)
@@ -464,7 +471,8 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.bits_per_param_mlp(1.2, "M=32") == pytest.approx(5 / 2.4)
     # the authors' Fig. 4 right frontier at 1024 facts: attention >= 1280, attn/2 + MLP = 2300
     f = theory.authors_frontier_mlp([1000, 1280, 2000, 5000], 1024)
-    assert np.isinf(f[0]) and f[1] == pytest.approx(1660) and f[2] == pytest.approx(1300) and f[3] == 0
+    assert np.isinf(f[0]) and f[3] == 0
+    assert f[1] == pytest.approx(1660) and f[2] == pytest.approx(1300)
 
 
 def test_linear_memory_lr_1000_is_finite_and_learns():
@@ -496,7 +504,8 @@ def test_linear_tiny_run_and_figure(tmp_path):
     ds = sorted({c["d"] for c in cfgs})
     assert shown["plotted"]["cap99"][0] == [float(d * d) for d in ds]
     for d, y in zip(ds, shown["plotted"]["cap99"][1]):
-        assert y == pytest.approx(np.mean([r["result"]["cap99"] for r in recs if r["config"]["d"] == d]))
+        caps = [r["result"]["cap99"] for r in recs if r["config"]["d"] == d]
+        assert y == pytest.approx(np.mean(caps))
     assert shown["fits"]["cap99"]["c"] == pytest.approx(ex.linear_fits(recs)["cap99"]["c"])
 
 
@@ -510,7 +519,8 @@ def test_mlp_tiny_run_and_figure(tmp_path):
     path = plots.draw("mlp", str(tmp_path), path=str(tmp_path / "mlp.png"))
     shown = _plotted_json(path)
     r = next(r for r in recs if r["config"]["regime"] == "M=32" and r["config"]["alpha"] == 2)
-    assert shown["plotted"]["M=32 alpha=2"] == [[float(r["result"]["md"])], [float(r["result"]["cap99"])]]
+    assert shown["plotted"]["M=32 alpha=2"] == [[float(r["result"]["md"])],
+                                                [float(r["result"]["cap99"])]]
     assert set(shown["fits"]) == {"M=N", "M=32"} and shown["fits"]["M=32"]["c"] > 0
 
 
@@ -522,7 +532,7 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
     assert [c["H"] for c in cfgs] == [5, 8]                          # 8 heads, or d/4
     full = ex.facts_configs(ex.FACTS["full"], 0)
     assert len(full) == 70 and {(c["lo"], c["hi"]) for c in full if c["d"] == 16 and
-                                c["a"] == c["b"] == 1} == {(2, 40)}   # 20 + 25 + 25 sizes; [2, sqrt(6 d^2)]
+                                c["a"] == c["b"] == 1} == {(2, 40)}   # [2, sqrt(6 d^2)]
     seen = set()
     real = rc.transformer_forward
     def spy(params, fixed, tokens):
@@ -539,12 +549,14 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
         assert res["lo_fails"] == (not res["trials"][0]["fresh99"])   # trials sorted by S
     path = plots.draw("facts", str(tmp_path), path=str(tmp_path / "facts.png"))
     P, F = _plotted_json(path)["plotted"]["facts_all"]
-    assert sorted(zip(P, F)) == sorted((r["result"]["params"], r["result"]["facts_all"]) for r in recs)
+    assert sorted(zip(P, F)) == sorted((r["result"]["params"], r["result"]["facts_all"])
+                                       for r in recs)
 
 
 def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
     fake = [{"result": {"attn_params": a, "mlp_params": m, "fresh_acc": acc, "facts": 10}}
-            for a, m, acc in [(10, 1, 0.5), (10, 4, 0.995), (10, 16, 1.0), (20, 1, 0.99), (20, 4, 1.0),
+            for a, m, acc in [(10, 1, 0.5), (10, 4, 0.995), (10, 16, 1.0), (20, 1, 0.99),
+                              (20, 4, 1.0),
                               (5, 1, 0.1), (5, 4, 0.2)]]
     assert ex.tradeoff_frontier(fake) == [(5, None), (10, 4), (20, 1)]
     fit = ex.tradeoff_fits(fake)["frontier"]
@@ -779,7 +791,8 @@ def test_attention_and_query_by_hand():
     rng = np.random.default_rng(0)       # Monte Carlo at c = 1/2: Var(b | s) = E (b - b')^2 / 2
     s, e, e1, e2 = rng.standard_normal((4, 1000000)) / np.sqrt(2)
     a, b, b1 = (np.maximum(s + x, 0) for x in (e, e1, e2))
-    assert sum(theory._relu_token_var(0.5)) == pytest.approx(np.mean(a ** 2 * (b - b1) ** 2) / 2, rel=0.02)
+    assert sum(theory._relu_token_var(0.5)) == pytest.approx(np.mean(a ** 2 * (b - b1) ** 2) / 2,
+                                                             rel=0.02)
     xs = np.array([-3.0, -0.5, 0.0, 1.0, 6.0])
     np.testing.assert_allclose(theory._erfc(xs), [math.erfc(x) for x in xs], rtol=2e-7)
 
@@ -860,7 +873,7 @@ def test_three_step_argmax_does_not_depend_on_eta_at_fixed_query_norm():
     assert (rc.retrieval_forward(p, fixed, test[:2])[0].argmax(1) == preds[0]).mean() < 0.9
 
 
-# ----------------------------------------------------------------------------- N d L, gradient information, centred MLP
+# ----------------------------------------------------------------------------- N d L, learners
 
 def first_gradient(fixed, tokens, pos, labels):
     """grad_WV at WV = WKQ = 0, the statistic the gradient-information learner sees."""
@@ -909,7 +922,7 @@ def test_sample_retrieval_labels_by_perm():
 
 def test_run_draws_one_runs_every_learner_on_paired_draws():
     """One runner for three steps, Adam and gradient information: at d > V gradient information
-    and Adam read the counts; at d = 4 three steps is far worse than at d = 64, on the same draws."""
+    and Adam read the counts; at d = 4 three steps is far worse than at d = 64 (same draws)."""
     cfg = lambda d, method: ex.draws_config(16, d, 4, [64, 512], 7, 3, q=5.0, method=method,  # noqa
                                             n_test=300, steps=30, lr=0.05)
     res = {(d, m): np.array(ex.draws_one(cfg(d, m))["accuracy"])
@@ -975,16 +988,20 @@ def _check(copy, *args):
     return r.returncode, r.stdout.splitlines()
 
 
-def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
-    """`homework.py make` writes a copy without answers (the sheet and docs included); `check`
-    says not attempted, passed or failed with every parameter's error, or names the missing
-    exercise; the withheld fast forms run on the student's textbook ones."""
+def _make_copy(tmp_path):
     if "withheld from the student copy" in open(os.path.join(HERE, "recall.py")).read():
         pytest.skip("a student copy: homework.py make needs the reference solutions")
     copy = str(tmp_path / "hw")
     r = subprocess.run([sys.executable, os.path.join(HERE, "homework.py"), "make", copy],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr            # make first checks that the reference passes
+    return copy
+
+
+def test_homework_copy_has_no_answers_and_reports_not_attempted(tmp_path):
+    """`homework.py make` writes a copy without answers (the sheet and docs included); `check`
+    says not attempted; bad arguments and a non-empty target are refused."""
+    copy = _make_copy(tmp_path)
     assert sorted(os.listdir(copy)) == sorted(homework.COPIED + ["figures"])
     for doc in ("EXERCISES.md", "README.md", "MODEL.md", "RESULTS.md", "Makefile"):   # as they are
         assert open(os.path.join(copy, doc)).read() == open(os.path.join(HERE, doc)).read()
@@ -1002,6 +1019,17 @@ def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
                                                     "three_step_limit")
     code, lines = _check(copy)
     assert code == 0 and lines == [f"exercise {n} {f}: not attempted" for n, f in names.items()]
+    for args in (["99"], ["x"], ["1", "2"], ["nonsense"]):
+        assert _check(copy, *args) == (2, [])
+    r = subprocess.run([sys.executable, "homework.py", "make", copy], cwd=copy,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not an empty directory" in r.stderr
+
+
+def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp_path):
+    """`check` says passed or failed with every parameter's error, names a missing or failing
+    prerequisite; the withheld fast forms and paper B run on the student's code."""
+    copy, names = _make_copy(tmp_path), {n: e[0] for n, e in homework.EXERCISES.items()}
     _paste(copy, "recall.py", "linear_memory_backward")
     _paste(copy, "recall.py", "mlp_memory_backward", lambda s: s.replace(" * (P > 0)", ""))
     _paste(copy, "train.py", "three_step")         # the ReLU mask dropped; three_step needs 1, 6
@@ -1031,17 +1059,13 @@ def test_homework_copy_reports_not_attempted_and_pasted_solutions(tmp_path):
     _paste(copy, "recall.py", "cross_entropy", lambda s: s.replace("(1.0 / B)", "1.0"))
     code, lines = _check(copy, "7")
     assert code == 1 and lines[0].endswith("; exercise 1 fails too: fix it first"), lines
-    for args in (["99"], ["x"], ["1", "2"], ["nonsense"]):
-        assert _check(copy, *args) == (2, [])
-    r = subprocess.run([sys.executable, "homework.py", "make", copy], cwd=copy,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "not an empty directory" in r.stderr
 
 
 def test_gaussian_fresh_accuracy_matches_gaussian_logits_and_exceeds_heavy_tails():
     """Wrong logits = label bias + row shift + fresh noise: with Gaussian fresh noise the score
-    agrees with the argmax accuracy (within 0.015; it reads s off V - 1 logits); with heavy-tailed noise of the same variance (Student t,
-    3 degrees of freedom) the argmax accuracy is lower than the Gaussian score."""
+    agrees with the argmax accuracy (within 0.015; it reads s off V - 1 logits); with
+    heavy-tailed noise of the same variance (Student t, 3 degrees of freedom) the argmax
+    accuracy is lower than the Gaussian score."""
     rng = np.random.default_rng(0)
     n, V = 20000, 64
     labels = rng.integers(0, V, n)
@@ -1053,4 +1077,5 @@ def test_gaussian_fresh_accuracy_matches_gaussian_logits_and_exceeds_heavy_tails
         measured = np.mean(logits.argmax(1) == labels)
         score = ex.gaussian_fresh_accuracy(logits, labels)
         assert 0.2 < measured < 0.8
-        assert (abs(score - measured) < 0.015) if agree else (score - measured > 0.05), (score, measured)
+        close = abs(score - measured) < 0.015
+        assert close if agree else score - measured > 0.05, (score, measured)

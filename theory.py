@@ -111,12 +111,9 @@ def authors_frontier_mlp(attn_params, facts):
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
-# The three-step model with eta -> 0 (MODEL.md, section 3) and its predicted accuracy, derived in
-# MODEL.md, section 4 ("MODEL.md 4.k" below is its item k), whose symbols these functions use:
-# A = N / V samples per label, z2 = |z_trig|^2, p the attention on the informative position,
-# nu2 = |nu|^2 the distractor mass, K = p (z2 + zeta) how strongly a label is written along the
-# trigger, f_t the test vector's coordinate along it, S the correct logit's lead, sigma^2 the
-# wrong logits' variance / S^2.
+# The three-step model with eta -> 0 and its predicted accuracy: MODEL.md sections 3 and 4
+# ("MODEL.md 4.k" is item k of section 4), whose table of symbols (A, z2, p, nu2, K, f_t, S,
+# sigma) these functions use.
 
 def _normal_nodes(n):
     """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
@@ -176,8 +173,7 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
 
 def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
     """[ours] Mean lead S of the correct logit over a typical wrong one (MODEL.md 4.4): from
-    e_t.e_t, and from the trigger direction, where only the excess of the label's K over the
-    mean survives the centring r = u - u_bar."""
+    e_t.e_t, and from the label's excess of K over the mean along the trigger."""
     A = N / V
     return A * p_t * p_t + f_t * A * (K_t - Kbar)
 
@@ -237,8 +233,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
         T = retrieval_noise_terms(V, N, d, pt, n2t, ft, S, p2, K2, vK, rho2, z2)
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
-                T = mlp_rescale(T, d, pt, n2t, z2)
-                T.update(mlp_noise(V, d, m, pt, n2t, z2))
+                T = mlp_terms(T, V, d, m, pt, n2t, z2)
         # the per-token spread of the signal, shared by all test rows of the token: the label's
         # own count c_y ~ Poisson(A) (v_c) and, added by the callers, |e_t|^2 |u_y|^2 (4/d)
         v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
@@ -255,7 +250,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     label of each distractor i is a competitor whose mean is S c_i, c_i = a_i A P(g_i) / S:
         acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
     With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W)
-    and the finite width adds noise (`mlp_rescale`, `mlp_noise`).  Capped by `coverage_bound`."""
+    and the finite width adds noise (`mlp_terms`).  Capped by `coverage_bound`."""
     nodes, wx = _token_nodes(V, N, d, L, q, m, z2, n_nodes)
     z, wz = _normal_nodes(2 * n_nodes)
     y, wy = _normal_nodes(8)
@@ -273,14 +268,13 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     return float(min(acc, coverage_bound(V, N)))
 
 
-def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
-                              n_nodes=24):
+def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0):
     """[ours] `retrieval_accuracy` with the frozen label bias (MODEL.md 4.7): (mean, sd) over
     `draws` runs.  The trigger part of the noise, sb2, is one vector b per run, shared by its
     test rows; the rest, sf^2, is fresh.  Given b (`frozen_bias_draws` with `seed`),
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
-    nodes, wx = _token_nodes(V, N, d, L, q, m, z2, n_nodes)
+    nodes, wx = _token_nodes(V, N, d, L, q, m, z2)
     z, wz = _normal_nodes(16)
     n_comp = min(L - 1, V - 1)                               # distractors' labels
     bias = frozen_bias_draws(V, N / V, d, q, L, z2, query_cosine(V, N, d, L), draws, seed)
@@ -291,7 +285,7 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
             continue
         T, f = t["T"], t["f"]
         sb2 = T["mean_bias"] * f ** 2 / (f ** 2 + t["nu2"] * z2 / d) + T.get("mlp_frozen", 0.0)
-        sf = math.sqrt(math.sqrt(sum(T.values())) ** 2 - sb2)
+        sf = math.sqrt(sum(T.values()) - sb2)
         a = (1 + math.sqrt(sf ** 2 + 4 / d + t["v_c"] + sb2 * V / (V + d)) * z) / sf   # (nz,)
         b = math.sqrt(sb2) / sf * bias[:, :, None]                          # (draws, V-1, 1)
         lp = np.log(_Phi(a - b[:, n_comp:]) + 1e-300).sum(1)               # (draws, nz)
@@ -303,11 +297,9 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
     return float(acc.mean()), sd
 
 
-# With the fixed random MLP, the memory stores relu(phi W_mlp) instead of phi, so every overlap
-# phi_t.phi_n is replaced by the random-feature kernel  relu(phi_t W).relu(phi_n W)  whose mean is
-# m |phi_t||phi_n| / d * kappa(c), kappa the arc-cosine kernel and c the cosine of phi_t, phi_n.
-# Pooled vectors of different tokens have cosine c0 = z2 p^2 / ((1 + z2) p^2 + |nu|^2) (the
-# shared trigger), of the same token c1 = (1 + z2) p^2 / ((1 + z2) p^2 + |nu|^2).
+# With the fixed random MLP every overlap phi_t.phi_n becomes the random-feature kernel
+# relu(phi_t W).relu(phi_n W), of mean m |phi_t||phi_n| / d * kappa(c), c the cosine of phi_t,
+# phi_n: c0 between tokens (the shared trigger), c1 within one (MODEL.md 4.5).
 
 def arccos_kernel(c):  # exercise 9
     """[standard] kappa(c) = E[relu(a) relu(b)] for standard Gaussians a, b with correlation c
@@ -328,29 +320,21 @@ def _relu_token_var(c, n=32):
     return float(w @ (r1 ** 2 * v)), float(w @ (v * v))       # frozen, fresh
 
 
-def mlp_rescale(T, d, p_t, nu2_t, z2=1.0):
-    """[ours] The linear-kernel noise terms, rescaled for the arc-cosine kernel: overlap noise
-    enters through the kernel's slope kappa'(c0), the mean bias through
-    its common value kappa(c0); both relative to the kernel's signal kappa(c1) - kappa(c0)."""
+def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
+    """[ours] The noise terms T with the MLP, relative to the kernel's signal kappa(c1) -
+    kappa(c0): overlap, crosstalk, distractor through its slope kappa'(c0), the mean bias through
+    its value kappa(c0); plus the MLP noise of the finite width, the part new for each token,
+    `_relu_token_var(c0)` per feature, times (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)."""
     c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
     lin = c1 - c0
-    out = dict(T)
+    out = dict(T)                                # the same order of keys: the same sums
     for k in ("overlap", "crosstalk", "distractor"):
         out[k] = T[k] * (slope * lin / dk) ** 2
     out["mean_bias"] = T["mean_bias"] * (arccos_kernel(c0) * lin / (c0 * dk)) ** 2
-    return out
-
-
-def mlp_noise(V, d, m, p_t, nu2_t, z2=1.0):
-    """[ours] "MLP noise" (MODEL.md 4.5): the finite width m makes relu(phi_t W).relu(phi_j W)
-    fluctuate; the part new for each token, `_relu_token_var(c0)` per feature, times
-    (1 + V/d) / (m (kappa(c1) - kappa(c0))^2) relative to the signal: m d must grow like V."""
-    c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
-    dk = arccos_kernel(c1) - arccos_kernel(c0)
     frozen, fresh = (v * (1 + V / d) / (m * dk ** 2) for v in _relu_token_var(c0))
-    return {"mlp_frozen": frozen, "mlp_fresh": fresh}
+    return dict(out, mlp_frozen=frozen, mlp_fresh=fresh)
 
 
 # Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
@@ -399,10 +383,8 @@ def mean_attention(V, N, d, L, q, z2=1.0, n_nodes=24):
 
 
 def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
-    """[ours] 1/sigma of `retrieval_accuracy` at the typical token (0 if nothing is stored): the
-    one number through which N, d and L act; at saturated attention
-    sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d), so N and d multiply.  Typical: the stored node
-    of `_token_nodes` nearest x = 0."""
+    """[ours] 1/sigma of `retrieval_accuracy` at the typical token (the stored node nearest x = 0;
+    0 if none): at saturated attention sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d) (MODEL.md 4.8)."""
     stored = [t for t in _token_nodes(V, N, d, L, q, m, z2)[0] if t["S"] > 0]
     typical = min(stored, key=lambda t: abs(t["x"]), default=None)
     return 1.0 / math.sqrt(sum(typical["T"].values())) if typical else 0.0

@@ -8,10 +8,8 @@ results/<experiment>/<key>.json, atomically, as soon as it finishes; rerunning s
 records, so an interrupted sweep loses at most the runs in flight.  plots.py reads only these."""
 import os
 
-# One BLAS thread per process: the matrices here are small, and a multi-threaded BLAS that
-# shares 2 cores with another process spins and runs several times slower (compare
-# `OPENBLAS_NUM_THREADS=2 python bench.py` with 1).  Parallelism comes from --jobs instead.
-# Set before numpy is imported.
+# One BLAS thread per process, set before numpy is imported: the matrices are small, and threads
+# sharing cores with other --jobs processes spin (RESULTS.md, "Speed").  Parallelism: --jobs.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
@@ -169,12 +167,9 @@ def transformer_trial(S, cfg):
 
 
 def transformer_run(S, cfg, lr):
-    """Adam on fresh batches, lr decayed to 0 over cfg["steps"] by a cosine ([ours]: the last
-    percent of accuracy needs a small lr).  Every cfg["eval_every"] steps: accuracy on
-    cfg["n_test"] fresh prompts (the paper's measure); once >= 0.99, also on every one of the S R
-    facts, cfg["prompts_per_fact"] random prompts each.  Stops when all of those are correct, at
-    cfg["steps"], or ([ours], if set) when the fresh accuracy has not gained 0.5 points in
-    cfg["patience"] steps.  The task and init depend on the seed and sizes only, not on lr."""
+    """Adam on fresh batches, lr cosine-decayed to 0 ([ours]).  Every eval_every steps: accuracy
+    on n_test fresh prompts; once >= 0.99, on every fact (prompts_per_fact each).  Stops when all
+    are right, at `steps`, or ([ours]) after `patience` steps without 0.5 points (MODEL.md A4)."""
     d, H, dh, m, dt = cfg["d"], cfg["H"], cfg["dh"], cfg["m"], np.dtype(cfg["dtype"])
     rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])
     task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
@@ -200,7 +195,8 @@ def transformer_run(S, cfg, lr):
             if cfg["patience"] and step - best_step >= cfg["patience"] and best < 0.99:
                 break                                              # [ours] no progress
             if acc >= 0.99:
-                run["first_fresh99"] = run["first_fresh99"] or step
+                if run["first_fresh99"] is None:
+                    run["first_fresh99"] = step
                 run["exact_acc"] = accuracy(every)
                 if run["exact_acc"] == 1.0:
                     run["first_all"] = step
@@ -305,11 +301,9 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
 
 
 def gradinfo_decoder(fixed, G, L):
-    """[ours] A learner that sees only the first-step gradient G = grad_WV at WV = WKQ = 0.
-    There attention is uniform and the softmax 1/V, so with C[x, y] = #(token x in a sequence
-    labelled y), G = -(1/(N L)) E~^T C U_c, E~ = E + 1 z_trig^T / L, U_c = U - u_bar (tested).
-    Each token's label (V,) is argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+, the
-    minimum-norm solution of E~^T C U_c = -N L G; for d > V it reads C itself."""
+    """[ours] A learner that sees only G = grad_WV at WV = WKQ = 0, G = -(1/(N L)) E~^T C U_c
+    (MODEL.md section 3; C[x, y] = #(token x in a sequence labelled y), E~ = E + 1 z_trig^T / L,
+    U_c = U - u_bar): token x's label is argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+."""
     E, U = fixed["E"], fixed["U"]
     C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
     return C_hat.argmax(1)
@@ -372,21 +366,18 @@ def _ignore_sigint():
 def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", overrides=None,
           only=None):
     """Run run_one(config) -> result for every config without a finished record; return all
-    records.  configs: JSON-able dicts, each with its own seed, so results depend neither on
-    `jobs` nor on the order of execution; identical configs run once.  run_one must be a
-    module-level function (the process pool pickles it).  Each finished run is saved at once as
-    OUT/<experiment>/<key>.json; Ctrl-C keeps them and loses the runs in flight.  The record set
-    (scale, --set overrides, keys) goes to OUT/<experiment>/_set-<scale>.json, for plots.py.
-    only=I runs configuration I alone.  Progress: one line on stderr (when it is a terminal)."""
+    records.  Each config carries its own seed, so results depend neither on `jobs` nor on order;
+    run_one must be module-level (the pool pickles it).  The record set (scale, overrides, keys)
+    goes to OUT/<experiment>/_set-<scale>.json for plots.py; only=I runs configuration I alone."""
     configs = list({config_key(c): c for c in configs}.values())
     folder = os.path.join(out, experiment)
     paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
+    if only is not None and not 0 <= only < len(configs):
+        raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, got {only}")
     save_json(os.path.join(folder, f"_set-{scale}.json"),
               {"experiment": experiment, "scale": scale, "set": overrides or {},
                "keys": [config_key(c) for c in configs]})
     if only is not None:
-        if not 0 <= only < len(configs):
-            raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, got {only}")
         configs, paths = [configs[only]], [paths[only]]
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
     pool = None
@@ -401,15 +392,9 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
                 el = time.time() - t0
                 sys.stderr.write(f"\r{experiment}: {done + n}/{len(configs)} done, {el:.0f} s, "
                                  f"~{el / n * (len(todo) - n):.0f} s left   ")
-        if pool:
-            pool.close()
-    except BaseException:
-        if pool:
-            pool.terminate()                             # Ctrl-C: drop the runs in flight
-        raise
     finally:
         if pool:
-            pool.join()
+            pool.terminate()                 # all runs are in, or Ctrl-C: drop those in flight
         if show:
             sys.stderr.write("\n")
     return [read_json(p) for p in paths]
@@ -446,12 +431,6 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _positive_int(text):
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
 def build_parser(experiments):
     parser = _Parser(prog="train.py", description="Run one experiment; results go to "
                      "OUT/<experiment>/*.json, figures are drawn by plots.py.")
@@ -459,17 +438,14 @@ def build_parser(experiments):
     for name, e in experiments.items():
         p = sub.add_parser(name, help=e["help"], description=e["help"])
         p.add_argument("--scale", choices=["tiny", "small", "full"], default="small",
-                       help="tiny: a demo in seconds; small: laptop defaults (seconds to minutes);"
-                            " full: the paper's grid where known, else larger (hours or more)")
+                       help="tiny: seconds; small: laptop (default); full: the paper's grid")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="replace a field of the grid, e.g. --set d=24 (a list field "
-                            "collapses to that value); repeatable; --list shows the configs")
+                       help="replace a grid field, e.g. --set d=24; repeatable; see --list")
         for field, text in e["flags"].items():
             p.add_argument(f"--{field}", metavar="VALUE", dest=f"flag_{field}",
                            help=f"{text} (the same as --set {field}=VALUE)")
-        p.add_argument("--jobs", type=_positive_int, default=1,
-                       help="configurations run in parallel (processes); results do not "
-                            "depend on it")
+        p.add_argument("--jobs", type=int, default=1,
+                       help="configurations run in parallel; results do not depend on it")
         p.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
         p.add_argument("--list", action="store_true", help="print the configurations and exit")
@@ -488,8 +464,8 @@ def main(argv=None):
                   if getattr(args, "flag_" + f) is not None})
     grid = e["grid"][args.scale]
     try:
-        if args.seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {args.seed}")
+        if args.seed < 0 or args.jobs < 1:
+            raise ValueError(f"need --seed >= 0 and --jobs >= 1, got {args.seed}, {args.jobs}")
         unknown = sorted(set(texts) - set(grid))
         if unknown:
             raise ValueError(f"--set {unknown[0]}: not a field of {name}'s grid; its fields are "
