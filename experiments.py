@@ -141,13 +141,12 @@ def linear_one(cfg):
     cap99 = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
     # the 100% criterion is stricter on the same draw, so its capacity is at most cap99
     cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, lo, cap99,
-                                   cfg["ratio"])
+                                   cfg["ratio"], widen=1)
     hacc, heb = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
     hebb99 = train.bisect_capacity(lambda N: hacc(N) >= 0.99, 2, max(3, d * d // 2), cfg["ratio"])
-    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, 2, hebb99, cfg["ratio"])
+    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, 2, hebb99, cfg["ratio"], widen=1)
     return {"cap99": cap99, "cap100": cap100, "hebb99": hebb99, "hebb100": hebb100,
-            "lo_fails": trial(lo)["first99"] is None,
-            "hi_succeeds": trial(hi)["first99"] is not None,
+            "lo_fails": trial(cap99)["first99"] is None, "hi_succeeds": cap99 == train.WIDEN * hi,
             "trials": [memo[N] for N in sorted(memo)],
             "hebbian_trials": [[N, heb[N]] for N in sorted(heb)]}
 
@@ -221,8 +220,9 @@ def mlp_one(cfg):
     def succeeds(N):
         return trial(N)["first99"] is not None
     cap = train.bisect_capacity(succeeds, cfg["lo"], cfg["hi"], cfg["ratio"])
-    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cfg["lo"]),
-            "hi_succeeds": succeeds(cfg["hi"]), "trials": [memo[N] for N in sorted(memo)]}
+    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cap),
+            "hi_succeeds": cap == train.WIDEN * cfg["hi"],
+            "trials": [memo[N] for N in sorted(memo)]}
 
 
 def mlp_fits(records):
@@ -283,16 +283,17 @@ def facts_one(cfg):
     prompts) and the strict one (every fact on every checked prompt), by bisection on S."""
     trial, memo = train.memoised(lambda S: train.transformer_trial(S, cfg))
     S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
-    S_all = train.bisect_capacity(lambda S: trial(S)["all_facts"], cfg["lo"], S99, 1.0)
+    S_all = train.bisect_capacity(lambda S: trial(S)["all_facts"], cfg["lo"], S99, 1.0, widen=1)
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
     return {"params": P, "S_fresh99": S99, "facts_fresh99": S99 * S99, "S_all": S_all,
-            "facts_all": S_all * S_all, "lo_fails": not trial(cfg["lo"])["fresh99"],
-            "hi_succeeds": trial(cfg["hi"])["fresh99"], "trials": [memo[S] for S in sorted(memo)]}
+            "facts_all": S_all * S_all, "lo_fails": not trial(S99)["fresh99"],
+            "hi_succeeds": S99 == train.WIDEN * cfg["hi"],
+            "trials": [memo[S] for S in sorted(memo)]}
 
 
 def strict_bound(x):
-    """True when the every-fact criterion failed even at the smallest S tried: S_all is a bound."""
-    return x["S_all"] == x["trials"][0]["S"] and not x["trials"][0]["all_facts"]
+    """True when the every-fact criterion failed even at S = 1: S_all is then a bound."""
+    return not next(t for t in x["trials"] if t["S"] == x["S_all"])["all_facts"]
 
 
 def facts_fits(records):

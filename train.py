@@ -79,13 +79,23 @@ def memoised(fn):
     return call, cache
 
 
-def bisect_capacity(succeeds, lo, hi, ratio=1.01):
-    """Largest integer n in [lo, hi] with succeeds(n), assuming success is monotone in n: bisection
-    in log scale until hi/lo <= ratio.  Returns lo if even lo fails (the caller should record
-    that), hi if hi succeeds."""
+WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its first top
+
+
+def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
+    """Largest integer n with succeeds(n), assuming success is monotone in n: bisection in log
+    scale until hi/lo <= ratio.  [lo, hi] is a first guess, not an assumption: while lo fails it
+    halves (down to 1), while hi succeeds it doubles (up to widen * hi; widen=1 for a criterion
+    nested in another, whose hi is known to be the top).  An edge is still possible, and the
+    caller reports it: succeeds(n) False (even 1 fails), or n = widen * hi."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
+    top = widen * hi
+    while lo > 1 and not succeeds(lo):
+        lo, hi = max(1, lo // 2), lo
+    while hi < top and succeeds(hi):
+        lo, hi = hi, min(top, 2 * hi)
     if succeeds(hi):
         return hi
     if not succeeds(lo):
