@@ -424,11 +424,14 @@ def parse_value(key, text, current, choices=None):
     values = value if isinstance(value, list) else [value]
     examples = current if many else [current]
     kinds = {type(x) for x in examples}
+    positive = all(x > 0 for x in examples if type(x) in (int, float))
     for v in values:
         ok = type(v) in kinds or None in examples or (type(v) is int and float in kinds)
-        ok = ok and not (type(v) in (int, float) and v <= 0 < min(examples, default=1))
-        if not ok or (choices and v not in choices):
-            want = f"one of {', '.join(choices)}" if choices else f"a value like {examples[0]!r}"
+        if not ok or (positive and type(v) in (int, float) and v <= 0) or (
+                choices and v not in choices):
+            like = next((x for x in examples if x is not None), None)
+            want = (f"one of {', '.join(choices)}" if choices else
+                    f"{'a positive' if positive else 'a'} value like {like!r}")
             raise ValueError(f"--set {key}={text}: expected {want}")
     return [float(v) if float in kinds else v for v in values] if many else values[0]
 
