@@ -261,9 +261,11 @@ def facts_configs(g, seed):
     """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
     unless H is given.  Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo,
     c_hi]), or the paper's [2, sqrt(params)] (None)."""
+    if g["H"] is not None and g["H"] != int(g["H"]):
+        raise ValueError(f"H must be a whole number of heads, got {g['H']}")
     out = []
     for d, a, b in ((d, a, b) for d in g["d"] if d <= g["dmax"] for a in g["a"] for b in g["b"]):
-        H = g["H"] or (8 if d % 8 == 0 else d // 4)
+        H = int(g["H"] or (8 if d % 8 == 0 else d // 4))
         dh, m = a * d / H, b * d
         if dh != int(dh) or dh < 1 or m != int(m):
             continue

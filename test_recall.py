@@ -601,8 +601,13 @@ def test_set_overrides_fields_and_the_fields_computed_from_them():
     assert [json.loads(line.split("\t")[2])["Lmax"] for line in r.stdout.splitlines()] == [8, 8]
     assert train.parse_value("x", "3", [0.5, 1]) == [3.0] and train.parse_value("x", "3", 0.5) == 3
     assert train.parse_value("M", "none", [None, 32]) == [None]
-    r = run_cli("mlp", "--scale", "tiny", "--set", "M=0", "--list")       # a field with None
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "positive" in r.stderr
+    for args in (["mlp", "--set", "M=0"], ["mlp", "--set", "M=0.5"], ["facts", "--set", "H=2.5"]):
+        r = run_cli(*args, "--scale", "tiny", "--list")     # fields that may be None
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert train.parse_value("lr", "1000", 1000.0) == 1000.0       # one config, not two
+    assert train.parse_value("H", "4", None) == 4
+    r = run_cli("linear", "--scale", "tiny", "--set", "d=[8, 8]", "--list")   # duplicates once
+    assert len(r.stdout.splitlines()) == 2
     assert train.parse_value("d", "[8, 16]", [4]) == [8, 16]
 
 

@@ -423,17 +423,21 @@ def parse_value(key, text, current, choices=None):
     many = isinstance(current, list)
     values = value if isinstance(value, list) else [value]
     examples = current if many else [current]
-    kinds = {type(x) for x in examples}
+    kinds = {type(x) for x in examples if x is not None} or {int, float}   # None: a number
     positive = all(x > 0 for x in examples if type(x) in (int, float))
     for v in values:
-        ok = type(v) in kinds or None in examples or (type(v) is int and float in kinds)
+        ok = type(v) in kinds or (v is None and None in examples) or (
+            type(v) is int and float in kinds)
         if not ok or (positive and type(v) in (int, float) and v <= 0) or (
                 choices and v not in choices):
-            like = next((x for x in examples if x is not None), None)
+            like = [x for x in examples if x is not None][:1]
             want = (f"one of {', '.join(choices)}" if choices else
-                    f"{'a positive' if positive else 'a'} value like {like!r}")
+                    f"{'a positive' if positive else 'a'} value like {like[0]!r}" if like
+                    else "a positive number or none")
             raise ValueError(f"--set {key}={text}: expected {want}")
-    return [float(v) if float in kinds else v for v in values] if many else values[0]
+    if kinds == {float}:                  # 1000 and 1000.0 are one config, not two
+        values = [v if v is None else float(v) for v in values]
+    return values if many else values[0]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -469,6 +473,8 @@ def build_parser(experiments):
 
 def main(argv=None):
     import experiments as ex          # the experiments import this module, so import them here
+    if hasattr(signal, "SIGPIPE"):    # `--list | head` ends quietly, as a Unix tool does
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser(ex.EXPERIMENTS)
     args = parser.parse_args(argv)
     name, e = args.experiment, ex.EXPERIMENTS[args.experiment]
@@ -484,7 +490,8 @@ def main(argv=None):
             raise ValueError(f"--set {unknown[0]}: not a field of {name}'s grid; its fields are "
                              f"{', '.join(sorted(grid))}")
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
-        configs = e["configs"](dict(grid, **sets), args.seed)
+        configs = list({config_key(c): c for c in e["configs"](dict(grid, **sets), args.seed)}
+                       .values())                   # duplicates run once, as in sweep
         if not configs:
             raise ValueError(f"no configuration of {name} is left with these settings")
         if args.list:
