@@ -41,6 +41,11 @@ def save_data(path, data):
     train.save_json(os.path.splitext(path)[0] + ".json", data)
 
 
+def slope(value):
+    """', slope +0.43' for a legend, or nothing when one point leaves the slope undefined."""
+    return "" if np.isnan(value) else f", slope {value:+.2f}"
+
+
 def legend_below(ax, ncol=2, dy=-0.14):
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
 
@@ -160,8 +165,8 @@ def fig_facts(records, path):
         F, f = np.array([r["result"][key] for r in records]), fits.get(key, {})
         bound = np.array([key == "facts_all" and ex.strict_bound(r["result"]) for r in records])
         ax.scatter(P[~bound], F[~bound], color=color, marker=marker, s=36, zorder=3,
-                   label=f"{label}: {f.get('facts_per_param', np.nan):.3f} facts/param, "
-                         f"slope {f.get('loglog_slope', np.nan):.2f}")
+                   label=f"{label}: {f.get('facts_per_param', np.nan):.3f} facts/param"
+                         + slope(f.get("loglog_slope", np.nan)))
         if bound.any():   # failed even at the smallest S tried: an upper bound
             ax.scatter(P[bound], F[bound], color=color, marker="v", s=36, zorder=3,
                        label="strict criterion failed at the smallest S tried (at most)")
@@ -312,7 +317,7 @@ def nstar_plot(ax, records, method, over, color, label, style="o-", **match):
     x, n, lo, hi, p = ex.nstar_points(records, over, method=method, **match)
     ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
               alpha=0.5)
-    ax.plot(x, n, style, color=color, label=f"{label} (slope {theory.loglog_slope(x, n):+.2f})")
+    ax.plot(x, n, style, color=color, label=label + slope(theory.loglog_slope(x, n)))
     ax.set_xscale("log", base=2)
     return x, n, p
 
@@ -324,7 +329,7 @@ def fig_b_nstar(records, path):
     c0 = records[0]["config"]
     for ax, key, match in ((axes[0], "d", {"V": c0["V0"]}), (axes[1], "V", {"d": c0["d0"]})):
         x, n, p = nstar_plot(ax, records, "three_step", key, "k", "measured", "o", **match)
-        ax.plot(x, p, color="C0", label=f"predicted (slope {theory.loglog_slope(x, p):+.2f})")
+        ax.plot(x, p, color="C0", label="predicted" + slope(theory.loglog_slope(x, p)))
         ax.set(yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
                xlabel=f"${key}$ (" + ", ".join(f"{k}={v}" for k, v in match.items())
                + f", L={c0['L']}, q={c0['q']:g}, {c0['draws']} draws)")
@@ -437,8 +442,8 @@ def fig_b_scaling(records, path):
     for i, d in enumerate(sorted(d_L)):
         x, n, p = nstar_plot(axes[0], records, "three_step", "L", f"C{i}", f"measured, $d={d}$",
                              d=d)
-        slope = theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p))
-        axes[0].plot(x, p, ":", color=f"C{i}", label=f"predicted, $d={d}$ (slope {slope:+.2f})")
+        fit = slope(theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p)))
+        axes[0].plot(x, p, ":", color=f"C{i}", label=f"predicted, $d={d}${fit}")
     axes[0].set(yscale="log", ylim=(None, 2e4), xlabel="sequence length $L$",
                 ylabel=rf"$N^*$ (mean accuracy $\geq$ {tau:g}); bars: mean $\mp$ 1 sd")
     pts, rms = ex.collapse_points(records)
