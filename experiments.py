@@ -476,11 +476,11 @@ def accuracies(records, **match):
     return np.array(r["config"]["Ns"]), np.array(r["result"]["accuracy"])
 
 
-def paired_table(base, records, name):
+def paired_table(base, records, name, against):
     """Per record and N: attention, accuracy mean +- sd over draws and the paired difference
     record - base (mean +- sd over draws, standard error); the records share their draws."""
-    lines = ["| setting | N | attention | accuracy | paired difference | its standard error |",
-             "|---|---|---|---|---|---|"]
+    lines = [f"| setting | N | attention | accuracy | minus {against} (paired) | its standard "
+             "error |", "|---|---|---|---|---|---|"]
     b = np.array(base["result"]["accuracy"])
     for r in records:
         acc, att = np.array(r["result"]["accuracy"]), np.array(r["result"]["attention"])
@@ -710,7 +710,7 @@ def b_embed_configs(g, seed):
 def b_embed_summary(records):
     """Each random d minus one-hot, paired over the draws."""
     one = next(r for r in records if r["config"]["kind"] == "onehot")
-    return paired_table(one, [r for r in records if r is not one], "random d={d}")
+    return paired_table(one, [r for r in records if r is not one], "random d={d}", "one-hot")
 
 
 # ----------------------------------------------------------------------------- b_mlp
@@ -740,7 +740,7 @@ def b_mlp_summary(records):
         c = rs[0]["config"]                                        # attention only
         V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
         ms = sorted({r["config"]["m"] for r in rs if "m" in r["config"]})
-        out.append(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}"))
+        out.append(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}", "attention only"))
         out.append(f"predicted (no centred variant): attention only "
                    f"{theory.retrieval_accuracy(V, N, d, L, q):.3f}, " + ", ".join(
                        f"+ MLP m={m} {theory.retrieval_accuracy(V, N, d, L, q, m):.3f}"
@@ -770,7 +770,7 @@ def b_length_summary(records):
     out = []
     for q in sorted({r["config"]["q"] for r in records}):
         rs = sorted([r for r in records if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
-        out.append(paired_table(rs[0], rs, "q={q:g}, L={L}"))
+        out.append(paired_table(rs[0], rs, "q={q:g}, L={L}", f"L={rs[0]['config']['L']}"))
     return "\n".join(out)
 
 
