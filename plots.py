@@ -143,7 +143,8 @@ def fig_mlp(records, path):
         ax.plot(xx, [theory.counting_bound_N(2 * v, M) for v in xx], "-", color="gray", lw=1,
                 label=r"2 bits per parameter (Gardner), params $= 2md$")
         f = fits.get(regime, {})
-        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit $c$ = "
+        law = r"$md = c\,N\ln N$" if regime == "M=N" else r"$md = c\,N$"
+        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
                      f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} "
                      "bits/param", fontsize="medium")
         ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$",
