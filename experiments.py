@@ -643,7 +643,8 @@ def crossing(xs, ys, tau):
 
 def nstar_points(records, over, **match):
     """N* of the records matching `match` (one learner) against config[over]: arrays x, N*, band
-    low, band high, theory.critical_N.  N* is where the mean accuracy over draws reaches tau on
+    low, band high, theory.critical_N (for three steps, the learner it predicts; else nan).
+    N* is where the mean accuracy over draws reaches tau on
     the nested-N curve (interpolated in log N); the band is where mean + sd and mean - sd reach
     it, i.e. where a single run's N* falls (nan: never within the N grid)."""
     rows = []
@@ -652,8 +653,9 @@ def nstar_points(records, over, **match):
         c, A = r["config"], np.array(r["result"]["accuracy"])
         mean, sd = A.mean(0), A.std(0, ddof=1)
         crossings = [crossing(c["Ns"], y, c["tau"]) for y in (mean, mean + sd, mean - sd)]
-        rows.append([c[over]] + crossings + [theory.critical_N(c["V"], c["d"], c["L"], c["q"],
-                                                               c["tau"])])
+        predicted = (theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
+                     if c["method"] == "three_step" else math.nan)
+        rows.append([c[over]] + crossings + [predicted])
     if not rows:                                    # e.g. a --set moved every point away
         return [np.array([])] * 5
     return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)

@@ -339,11 +339,12 @@ def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
 
 # Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
 
-def bisect_log(pred, lo, hi, ratio=1.001, integer=False):
+def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
     """Where a monotone predicate flips: given pred(lo) != pred(hi), bisect in log scale, keeping
     pred(lo) and pred(hi) as they are, until hi / lo <= ratio (integers: or hi = lo + 1).
-    Returns (lo, hi).  The one bisection of the project (capacities, critical sizes)."""
-    at_lo = pred(lo)
+    Returns (lo, hi).  The one bisection of the project (capacities, critical sizes).  at_lo:
+    pred(lo) if the caller knows it already (pred may be costly)."""
+    at_lo = pred(lo) if at_lo is None else at_lo
     while hi / lo > ratio and not (integer and hi - lo <= 1):
         mid = math.sqrt(lo * hi)
         if integer:
@@ -358,7 +359,7 @@ def critical_N(V, d, L, q, tau, m=None, z2=1.0):
     reaches = lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau   # noqa: E731
     if not reaches(1e9):
         return math.inf
-    return V if reaches(V) else bisect_log(reaches, V, 1e9)[1]
+    return V if reaches(V) else bisect_log(reaches, V, 1e9, at_lo=False)[1]
 
 
 def coverage_N(V, tau):

@@ -100,7 +100,7 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
         return hi
     if not succeeds(lo):
         return lo
-    return theory.bisect_log(succeeds, lo, hi, ratio, integer=True)[0]
+    return theory.bisect_log(succeeds, lo, hi, ratio, integer=True, at_lo=True)[0]
 
 
 # ----------------------------------------------------------------------------- paper A: training
@@ -330,6 +330,11 @@ def config_key(config):
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
+def unique(configs):
+    """The configs in order, each once: identical configs are one run."""
+    return list({config_key(c): c for c in configs}.values())
+
+
 def save_json(path, obj):
     """Write then rename, so a reader (or an interrupted run) never sees half a file.
     NumPy scalars and arrays are written as numbers and lists."""
@@ -379,7 +384,7 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
     records.  Each config carries its own seed, so results depend neither on `jobs` nor on order;
     run_one must be module-level (the pool pickles it).  The record set (scale, overrides, keys)
     goes to OUT/<experiment>/_set-<scale>.json for plots.py; only=I runs configuration I alone."""
-    configs = list({config_key(c): c for c in configs}.values())
+    configs = unique(configs)
     folder = os.path.join(out, experiment)
     paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
     if only is not None and not 0 <= only < len(configs):
@@ -490,8 +495,7 @@ def main(argv=None):
             raise ValueError(f"--set {unknown[0]}: not a field of {name}'s grid; its fields are "
                              f"{', '.join(sorted(grid))}")
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
-        configs = list({config_key(c): c for c in e["configs"](dict(grid, **sets), args.seed)}
-                       .values())                   # duplicates run once, as in sweep
+        configs = unique(e["configs"](dict(grid, **sets), args.seed))   # as sweep runs them
         if not configs:
             raise ValueError(f"no configuration of {name} is left with these settings")
         if args.list:
