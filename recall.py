@@ -410,10 +410,11 @@ def _features(phi, fixed):
 
 def retrieval_forward(params, fixed, inputs):
     """The function of `retrieval_textbook_forward` (tested against it), without forming the
-    (N, L, d) rows: the query w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w,
-    and phi = C E + a_pos z_trig, C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per
-    vocabulary entry.  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I).  Both
-    caches are dicts: train.three_step_limit reruns a backward at another WV; learners read a."""
+    rows h: the query w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w, and
+    phi = sum_i a_i E[x_i] + a_pos z_trig, from the gathered E[x] when L < V/8, else as C E with
+    C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per vocabulary entry.
+    Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I).  Both caches are
+    dicts: train.three_step_limit reruns a backward at another WV; learners read a."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     N, V = len(tokens), len(E)
@@ -421,8 +422,12 @@ def retrieval_forward(params, fixed, inputs):
     s = (E @ w)[tokens]                                      # (N, L)  E[x] w == (E w)[x]
     s[rows, pos] += z_trig @ w
     a = softmax(s, axis=1)                                   # (N, L)
-    C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
-    phi = C.astype(E.dtype) @ E + np.outer(a[rows, pos], z_trig)   # (N, d)
+    if tokens.shape[1] * 8 < V:                              # short rows: gather, N L d work
+        phi = np.einsum("nl,nld->nd", a, E[tokens])
+    else:                                                    # long rows: N V d work
+        C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
+        phi = C.astype(E.dtype) @ E
+    phi += np.outer(a[rows, pos], z_trig)                    # (N, d)
     g, P = _features(phi, fixed)
     Z = g @ params["WV"]                                     # (N, d)
     logits = Z @ fixed["U"].T if "U" in fixed else Z         # (N, V)
@@ -440,8 +445,11 @@ def retrieval_backward(dlogits, cache):
         return {"WKQ": np.zeros_like(params["WKQ"]), "WV": dWV}
     dg = dZ @ params["WV"].T                                 # (N, d) or (N, m)
     dphi = dg if P is None else (dg * (P > 0)) @ fixed["W_mlp"].T   # g = relu(phi W_mlp) - c
-    da = (dphi @ E.T)[rows[:, None], tokens]                 # phi = sum_i a_i h_i: e_{x_i}.dphi
-    da[rows, pos] += dphi @ z_trig                           #   via (N, V), as C in the forward
+    if tokens.shape[1] * 8 < len(E):                         # phi = sum_i a_i h_i: e_{x_i}.dphi,
+        da = np.einsum("nld,nd->nl", E[tokens], dphi)        #   gathered as in the forward
+    else:
+        da = (dphi @ E.T)[rows[:, None], tokens]             #   or via (N, V), as C
+    da[rows, pos] += dphi @ z_trig
     ds = a * (da - (a * da).sum(1, keepdims=True))           # a = softmax(s)
     # s_i = h_i . w  =>  dw = sum_{n,i} ds_ni h_ni, accumulated per vocabulary entry
     dEw = np.bincount(tokens.ravel(), weights=ds.ravel(), minlength=len(E))   # (V,)

@@ -179,10 +179,11 @@ def test_fast_transformer_matches_textbook_forward_and_backward():
 
 
 @pytest.mark.parametrize("m", [None, 9])
-def test_retrieval_fast_and_textbook_match_naive_loops(m):
+@pytest.mark.parametrize("V", [12, 48])                  # pooled via (N, V), and gathered (L < V/8)
+def test_retrieval_fast_and_textbook_match_naive_loops(m, V):
     """Both forms against the loop oracle, and the fast backward against the textbook one."""
     rng = np.random.default_rng(4)
-    t = rc.make_retrieval(12, 6, 5, rng, m=m)
+    t = rc.make_retrieval(V, 6, 5, rng, m=m)
     tok, pos, _ = rc.sample_retrieval(t, 7, rng)
     p = {"WKQ": rng.standard_normal((6, 6)) * 3,
          "WV": rng.standard_normal((6 if m is None else m, 6))}
