@@ -16,11 +16,11 @@ export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
 EXPERIMENTS = fig5 linear mlp facts tradeoff \
-              b_agree b_phase b_nstar b_embed b_mlp b_length b_scaling
+              b_agree b_embed b_mlp b_scaling
 
-.PHONY: test figures demo clean bench homework check b_gradinfo $(EXPERIMENTS)
+.PHONY: test figures demo clean bench homework check $(EXPERIMENTS)
 
-figures: $(EXPERIMENTS) b_gradinfo
+figures: $(EXPERIMENTS)
 
 .venv/ready: requirements.txt
 	$(PYTHON) -m venv .venv
@@ -33,10 +33,6 @@ test: .venv/ready
 # one rule for every experiment: run it, then draw its figure
 $(EXPERIMENTS): .venv/ready
 	$(PY) train.py $@ --scale $(SCALE) --jobs $(JOBS)
-	$(PY) plots.py $@ $(PLOTFLAGS)
-
-# the gradient-information learner against three steps and Adam: drawn from b_scaling's runs
-b_gradinfo: b_scaling
 	$(PY) plots.py $@ $(PLOTFLAGS)
 
 homework: .venv/ready

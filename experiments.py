@@ -425,8 +425,9 @@ def draws_one(cfg):
             features = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0)   # (V, m)
             fixed["mlp_centre"] = features.mean(0)
         task["perm"] = rng.permutation(cfg["V"])
-        train_set, test = (rc.sample_retrieval(task, n, rng, cfg["Lmax"])
-                           for n in (max(cfg["Ns"]), cfg["n_test"]))
+        train_set = rc.sample_retrieval(task, max(cfg["Ns"]), rng, cfg["Lmax"])
+        test = rc.sample_retrieval(task, cfg["n_test"], np.random.default_rng([cfg["seed"], k, 2]),
+                                   cfg["Lmax"])                   # whatever the N grid
         runs = [learner_logits(cfg, fixed, [x[:N] for x in train_set], test) for N in cfg["Ns"]]
         out["accuracy"].append([rc.accuracy(logits, test[2]) for logits, _ in runs])
         out["attention"].append([att for _, att in runs])
@@ -583,118 +584,6 @@ def b_agree_summary(records):
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- b_phase
-# Accuracy over (N, d) at three L, at a fixed query norm q; the figure adds the predicted contour.
-
-B_PHASE = by_scale(dict(V=128, L=[4, 16, 64], d=[32, 64, 128], Ns=geom(500, 16000, 5), q=5.0,
-                        draws=DRAWS["small"]),
-                   tiny=dict(V=16, L=[2, 4, 8], d=[8, 16], Ns=[100, 200], draws=DRAWS["tiny"]),
-                   full=dict(V=256, d=[16, 32, 64, 128, 256], Ns=geom(500, 64000, 8),
-                             draws=DRAWS["full"]))
-
-
-def b_phase_configs(g, seed):
-    return [draws_config(g["V"], d, L, g["Ns"], seed, g["draws"], q=g["q"])
-            for L in g["L"] for d in g["d"]]
-
-
-def b_phase_summary(records):
-    """The mean accuracy at the largest N of each (L, d)."""
-    return "\n".join(f"L={r['config']['L']}, d={r['config']['d']}: mean accuracy "
-                     f"{np.mean(np.array(r['result']['accuracy'])[:, -1]):.3f} at N = "
-                     f"{r['config']['Ns'][-1]}" for r in records)
-
-
-# ----------------------------------------------------------------------------- b_nstar
-# N* against d (at V = V0) and against V (at d = d0), read off accuracy-against-N curves.
-
-B_NSTAR = by_scale(dict(V0=128, d=[64, 128, 256], d0=128, V=[64, 128, 256], L=8, tau=0.5,
-                        q=10.0, n_test=1000, draws=DRAWS["small"]),
-                   tiny=dict(V0=16, d=[16, 32], d0=32, V=[8, 16], L=4, n_test=200,
-                             draws=DRAWS["tiny"]),
-                   full=dict(V0=256, d=[96, 128, 192, 256, 512], d0=256,
-                             V=[64, 128, 256, 512, 1024], n_test=4000, draws=DRAWS["full"]))
-
-
-def b_nstar_configs(g, seed):
-    """Accuracy at N = 4V, 8V, ..., 128V (nested); the grid does not depend on the prediction,
-    so the measurement cannot snap to it."""
-    points = [(g["V0"], d) for d in g["d"]]
-    points += [(V, g["d0"]) for V in g["V"] if (V, g["d0"]) not in points]
-    return [draws_config(V, d, g["L"], [V * 2 ** k for k in range(2, 8)], seed, g["draws"],
-                         q=g["q"], n_test=g["n_test"], tau=g["tau"], V0=g["V0"], d0=g["d0"])
-            for V, d in points]
-
-
-def b_nstar_summary(records):
-    c = records[0]["config"]
-    return nstar_table(records, "d", V=c["V0"]) + "\n" + nstar_table(records, "V", d=c["d0"])
-
-
-def crossing(xs, ys, tau):
-    """First x where y reaches tau, interpolated in log x; None if never (xs[0] if already)."""
-    if len(ys) and ys[0] >= tau:                    # already there at the first x: a bound
-        return float(xs[0])
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if y0 < tau <= y1:
-            t = (tau - y0) / (y1 - y0)
-            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
-
-
-def nstar_points(records, over, **match):
-    """N* of the records matching `match` (one learner) against config[over]: arrays x, N*, band
-    low, band high, theory.critical_N (for three steps, the learner it predicts; else nan).
-    N* is where the mean accuracy over draws reaches tau on
-    the nested-N curve (interpolated in log N); the band is where mean + sd and mean - sd reach
-    it, i.e. where a single run's N* falls (nan: never within the N grid)."""
-    rows = []
-    for r in sorted((r for r in records if all(r["config"].get(k) == v for k, v in match.items())),
-                    key=lambda r: r["config"][over]):
-        c, A = r["config"], np.array(r["result"]["accuracy"])
-        mean, sd = A.mean(0), A.std(0, ddof=1)
-        crossings = [crossing(c["Ns"], y, c["tau"]) for y in (mean, mean + sd, mean - sd)]
-        predicted = (theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
-                     if c["method"] == "three_step" else math.nan)
-        rows.append([c[over]] + crossings + [predicted])
-    if not rows:                                    # e.g. a --set moved every point away
-        return [np.array([])] * 5
-    return [np.array([np.nan if v is None or not math.isfinite(v) else v for v in col], float)
-            for col in zip(*rows)]
-
-
-def local_exponents(x, y):
-    """d log y / d log x between neighbours, as text."""
-    return " ".join(f"{v:+.2f}" if np.isfinite(v) else "-"
-                    for v in np.diff(np.log(y)) / np.diff(np.log(x)))
-
-
-def nstar_table(records, over, methods=("three_step",), **match):
-    """Markdown table of N* (band) of each learner against `over` at fixed `match`, and
-    theory.critical_N; then per learner the local exponents d log N* / d log x between
-    neighbours and the fitted log-log slope (predicted: over the x where three steps has N*)."""
-    def f(v):
-        return "-" if np.isnan(v) else f"{v:.0f}"
-    pts = {m: nstar_points(records, over, method=m, **match) for m in methods}
-    xs, pred = pts[methods[0]][0], pts[methods[0]][4]
-    lines = [f"\nN* against {over} (" + ", ".join(f"{k} = {v}" for k, v in match.items()) + ")",
-             f"| {over} | " + " | ".join(f"{LEARNERS[m]} | band" for m in methods)
-             + " | predicted (three steps) |", "|" + "---|" * (2 * len(methods) + 2)]
-    for i, x in enumerate(xs):
-        cells = []
-        for x_m, n, lo, hi, _ in pts.values():
-            j = list(x_m).index(x) if x in x_m else None
-            cells += ["", ""] if j is None else [f(n[j]), f"{f(lo[j])} to {f(hi[j])}"]
-        lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {f(pred[i])} |")
-    for m, (x, n, *_, p) in pts.items():
-        lines.append(f"{LEARNERS[m]}: local exponents {local_exponents(x, n)}; fitted slope "
-                     f"{theory.loglog_slope(x, n):+.2f}")
-    if "three_step" in pts:
-        x, n, *_, p = pts["three_step"]
-        lines.append(f"predicted: local exponents {local_exponents(x, p)}; fitted slope "
-                     f"{theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p)):+.2f}")
-    return "\n".join(lines)
-
-
 # ----------------------------------------------------------------------------- b_embed
 # Random against orthogonal embeddings: one-hot (d = V + 2) and random at d = V/4, V/2, V + 2.
 
@@ -750,88 +639,175 @@ def b_mlp_summary(records):
     return "\n".join(out)
 
 
-# ----------------------------------------------------------------------------- b_length
-# Where L enters: accuracy and attention against L at fixed N, d, at two query norms q, 2q.
-
-B_LENGTH = by_scale(dict(V=128, d=64, N=6000, L=[2 ** k for k in range(1, 9)], q=5.0,
-                         draws=DRAWS["small"]),
-                    tiny=dict(V=16, d=16, N=200, L=[2, 8], draws=DRAWS["tiny"]),
-                    full=dict(V=256, d=128, N=32000, L=[2 ** k for k in range(1, 11)],
-                              draws=DRAWS["full"]))
-
-
-def b_length_configs(g, seed):
-    """Every L shares the draw's embeddings, permutation, informative tokens, their relative
-    positions and leading distractors (Lmax = the longest L), so differences are paired."""
-    return [draws_config(g["V"], g["d"], L, [g["N"]], seed, g["draws"], q=q, Lmax=max(g["L"]))
-            for q in (g["q"], 2 * g["q"]) for L in g["L"]]
-
-
-def b_length_summary(records):
-    """Per q: each L minus the shortest, paired over the draws."""
-    out = []
-    for q in sorted({r["config"]["q"] for r in records}):
-        rs = sorted([r for r in records if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
-        out.append(paired_table(rs[0], rs, "q={q:g}, L={L}", f"L={rs[0]['config']['L']}"))
-    return "\n".join(out)
-
-
 # ----------------------------------------------------------------------------- b_scaling
-# N* against L and d for three learners; every (N, d, L) point's accuracy against one snr.
+# N* against d, L and V where the paper lives (d < V) for three learners, the formula's N* beside
+# the measured one, the ceiling where attention alone cannot reach tau, and the one-snr collapse.
 
-B_SCALING = by_scale(dict(V=64, d_L=[64, 128], Nmax_L=[4096, 2048], L=[2, 4, 8, 16, 32, 64],
-                          L0=8, d0=64, d_more=[16, 32], Nmax_more=4096, draws=DRAWS["small"],
-                          adam_draws=5, adam_steps=150, adam_lr=0.02, tau=0.3, q=5.0,
-                          n_test=1000),
-                     tiny=dict(V=16, d_L=[16], Nmax_L=[128], L=[2, 4], L0=4, d0=16, d_more=[8],
-                               draws=2, adam_steps=20),
-                     full=dict(V=128, d_L=[128, 256], Nmax_L=[32768, 16384],
-                               L=[2, 4, 8, 16, 32, 64, 128, 256], d0=128, d_more=[32, 64],
-                               draws=DRAWS["full"]))
+B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
+                          L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], Nmax=32768, top=32,
+                          tau=0.1, q=5.0, n_test=1000, draws=DRAWS["small"], gradinfo_Nmax=4096,
+                          adam_d=[48, 64, 96, 128], adam_draws=5, adam_steps=150, adam_lr=0.02,
+                          adam_Nmax=256),
+                     tiny=dict(V0=32, d0=16, d=[8, 16], d_contrast=32, L=[2, 8], V=[24, 32],
+                               Nmax=512, gradinfo_Nmax=512, draws=3, adam_d=[8, 16], adam_draws=2, adam_steps=20,
+                               adam_Nmax=64),
+                     full=dict(V0=1024, d0=512, d=[32, 48, 64, 96, 128, 192, 256, 384, 512],
+                               d_contrast=1024, L=[2, 4, 8, 16, 32, 64, 128, 256],
+                               V=[256, 362, 512, 724, 1024, 1448], Nmax=131072, n_test=2000,
+                               draws=DRAWS["full"], gradinfo_Nmax=16384, adam_draws=10,
+                               adam_Nmax=1024))
 
 
 def b_scaling_configs(g, seed):
-    """Three steps and gradient information at each d of d_L over every L (N up to Nmax_L) and
-    at each d of d_more at L0; Adam (N <= 4V, adam_draws draws: its spread is small) at every d
-    at L0 and at d0 for the shortest and second-longest L.  N = 16, 32, ... up to the top."""
-    if len(g["d_L"]) != len(g["Nmax_L"]):
-        raise ValueError("d_L and Nmax_L need one entry each per d: set both")
-    runs = [(d, L, top) for d, top in zip(g["d_L"], g["Nmax_L"]) for L in g["L"]]
-    runs += [(d, g["L0"], g["Nmax_more"]) for d in g["d_more"]]
-    out = [(d, L, top, g["draws"], m) for d, L, top in runs for m in ("three_step", "gradinfo")]
-    adam = [(d, g["L0"]) for d in g["d_L"] + g["d_more"]]
-    adam += [(g["d0"], L) for L in sorted({g["L"][0], g["L"][-2]} - {g["L0"]})]
-    out += [(d, L, 4 * g["V"], min(g["draws"], g["adam_draws"]), "adam") for d, L in adam]
-    return [draws_config(g["V"], d, L, [16 * 2 ** k for k in range(12) if 16 * 2 ** k <= top],
-                         seed, n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"],
-                         L0=g["L0"], d0=g["d0"], steps=g["adam_steps"], lr=g["adam_lr"])
-            for d, L, top, n, m in out]
+    """Three panels: d at (V0, L0), with one d >= V contrast (d_contrast); L at (V0, d0); V at
+    d = V/2, L0.  Three steps (N <= Nmax) and gradient information (N <= gradinfo_Nmax) at
+    every point, Adam at (V0, adam_d, L0) (adam_draws draws, N <= adam_Nmax).  N = 16, 32, ...
+    up to top V^2/d (at saturated attention N* grows as V^2/d, MODEL.md 4.8) and at most those
+    tops; an N* beyond prints "-".
+    Lmax = the longest L: every point of a draw shares its informative tokens (paired over L)."""
+    pts = [(g["V0"], d, g["L0"]) for d in g["d"] + [g["d_contrast"]]]
+    pts += [(g["V0"], g["d0"], L) for L in g["L"]] + [(V, V // 2, g["L0"]) for V in g["V"]]
+    runs = [(V, d, L, m, g["draws"], g[k]) for V, d, L in pts
+            for m, k in (("three_step", "Nmax"), ("gradinfo", "gradinfo_Nmax"))]
+    runs += [(g["V0"], d, g["L0"], "adam", g["adam_draws"], g["adam_Nmax"]) for d in g["adam_d"]]
+    return [draws_config(V, d, L, [16 * 2 ** k for k in range(24)
+                                   if 16 * 2 ** k <= min(top, g["top"] * V * V / d)], seed,
+                         n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"], V0=g["V0"],
+                         d0=g["d0"], L0=g["L0"], steps=g["adam_steps"], lr=g["adam_lr"],
+                         Lmax=max(g["L"] + [g["L0"]]))
+            for V, d, L, m, n, top in runs]
+
+
+def scaling_panel(records, over, method):
+    """The records of one panel (over = "d", "L" or "V") and one learner, sorted by `over`."""
+    c = records[0]["config"]
+    member = {"d": lambda r: r["V"] == c["V0"] and r["L"] == c["L0"],
+              "L": lambda r: r["V"] == c["V0"] and r["d"] == c["d0"],
+              "V": lambda r: r["d"] == r["V"] // 2 and r["L"] == c["L0"]}[over]
+    return sorted((r for r in records if r["config"]["method"] == method and member(r["config"])),
+                  key=lambda r: r["config"][over])
+
+
+def crossing(xs, ys, tau):
+    """First x where y reaches tau, interpolated in log x; None if never (xs[0] if already)."""
+    if len(ys) and ys[0] >= tau:                    # already there at the first x: a bound
+        return float(xs[0])
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if y0 < tau <= y1:
+            t = (tau - y0) / (y1 - y0)
+            return float(np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))))
+
+
+def nstar_bootstrap(recs, resamples=200, seed=0):
+    """N* of each record -- where its mean accuracy over draws first reaches tau, interpolated
+    in log N; nan if not within its N grid -- on the draws as run (row 0), then on `resamples`
+    resamples of the draws with replacement, the same resample for every record."""
+    rng, n = np.random.default_rng(seed), min(r["config"]["draws"] for r in recs)
+    picks = [np.arange(n)] + [rng.integers(0, n, n) for _ in range(resamples)]
+    return np.array([[crossing(r["config"]["Ns"], np.array(r["result"]["accuracy"])[k].mean(0),
+                               r["config"]["tau"]) or np.nan for r in recs] for k in picks])
+
+
+def slope_interval(x, boot):
+    """Fitted log-log slope of N* against x over the points with an N* on the draws as run, and
+    its 95% bootstrap interval (resamples where one of those points has none are left out)."""
+    fit = np.isfinite(boot[0])
+    slopes = np.array([theory.loglog_slope(x[fit], row[fit]) if np.isfinite(row[fit]).all()
+                       else math.nan for row in boot])
+    ok = slopes[1:][np.isfinite(slopes[1:])]
+    lo, hi = np.percentile(ok, [2.5, 97.5]) if len(ok) else (math.nan, math.nan)
+    return slopes[0], lo, hi
+
+
+def scaling_points(records, over, method):
+    """x, N* (draws as run), its 95% interval (lo, hi), the formula's N* (three steps only,
+    else nan), the bootstrap rows, and which x have d < V (the fitted points)."""
+    recs = scaling_panel(records, over, method)
+    if not recs:
+        return None
+    boot = nstar_bootstrap(recs)
+    srt = np.sort(np.where(np.isnan(boot[1:]), np.inf, boot[1:]), axis=0)   # nan: beyond grid
+    lo, hi = srt[int(0.025 * (len(srt) - 1))], srt[math.ceil(0.975 * (len(srt) - 1))]
+    pred = [theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
+            if method == "three_step" else math.nan for c in (r["config"] for r in recs)]
+    below = np.array([r["config"]["d"] < r["config"]["V"] for r in recs])
+    return dict(x=np.array([r["config"][over] for r in recs], float), n=boot[0], lo=lo, hi=hi,
+                pred=np.array(pred, float), boot=boot, below=below, recs=recs)
+
+
+def ceiling(r):
+    """Where three steps never reaches tau: its best mean accuracy over the N grid (and that N)
+    and the formula's accuracy as N -> infinity (N = 1e9)."""
+    c, A = r["config"], np.array(r["result"]["accuracy"]).mean(0)
+    best = int(np.argmax(A))
+    return (f"ceiling: best mean {A[best]:.3f} at N = {c['Ns'][best]}, predicted "
+            f"{theory.retrieval_accuracy(c['V'], 1e9, c['d'], c['L'], c['q']):.3f} as N -> inf")
+
+
+def scaling_table(records, over):
+    """N* per learner against `over` with its 95% interval; for three steps the formula's N*
+    and predicted / measured, or the ceiling; then each learner's exponent over the d < V points
+    (bootstrap interval) and the formula's over the points where three steps has an N*."""
+    pts = {m: p for m in LEARNERS if (p := scaling_points(records, over, m)) and len(p["x"]) > 1}
+    c = records[0]["config"]
+    lines = [f"\nN* against {over} (mean accuracy >= {c['tau']:g}; [95% interval, bootstrap over "
+             "draws]; - : not within the N grid)",
+             f"| {over} | d/V | " + " | ".join(LEARNERS[m] for m in pts)
+             + " | predicted (three steps) | predicted / measured |", "|---" * (len(pts) + 4) + "|"]
+    three = pts["three_step"]
+    for i, r in enumerate(three["recs"]):
+        cells = [nstar_cell(p, r["config"][over]) for p in pts.values()]
+        n, pred = three["n"][i], three["pred"][i]
+        tail = (f"{pred:.0f} | {pred / n:.2f}" if np.isfinite(n) and np.isfinite(pred) else
+                f"{pred:.0f} | -" if np.isfinite(pred) else "- | " + ceiling(r))
+        lines.append(f"| {r['config'][over]} | {r['config']['d'] / r['config']['V']:.3g}"
+                     + "".join(f" | {x}" for x in cells) + f" | {tail} |")
+    for m, p in pts.items():
+        s, lo, hi = slope_interval(p["x"][p["below"]], p["boot"][:, p["below"]])
+        k = int(np.isfinite(p["n"][p["below"]]).sum())
+        lines.append(f"{LEARNERS[m]}: " + (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over "
+                                           f"{k} points with d < V" if k > 1 else "no fit"))
+    ok = three["below"] & np.isfinite(three["n"])
+    lines.append(f"predicted (three steps): N* ~ {over}^"
+                 f"({theory.loglog_slope(three['x'][ok], three['pred'][ok]):+.2f}) over the same"
+                 " points")
+    return "\n".join(lines)
+
+
+def nstar_cell(p, x):
+    """One learner's N* at x as text: "N* [lo, hi]" ("-" where it has none)."""
+    j = np.flatnonzero(p["x"] == x)
+    if not len(j):
+        return ""
+    n, lo, hi = p["n"][j[0]], p["lo"][j[0]], p["hi"][j[0]]
+    f = lambda v: f"{v:.0f}" if np.isfinite(v) else "-"          # noqa: E731
+    first = p["recs"][j[0]]["config"]["Ns"][0]                    # reached at once: a bound
+    return "-" if not np.isfinite(n) else f"{'<= ' * bool(n == first)}{f(n)} [{f(lo)}, {f(hi)}]"
 
 
 def collapse_points(records):
-    """Per (d, L, N) of three steps: theory.retrieval_snr, the accuracy's mean and sd over draws;
-    and the rms distance of the means from the one-snr curve theory.snr_accuracy."""
-    records = [r for r in records if r["config"]["method"] == "three_step"]
-    c0, pts = records[0]["config"], []
-    for d, L in sorted({(r["config"]["d"], r["config"]["L"]) for r in records}):
-        Ns, A = accuracies(records, method="three_step", d=d, L=L)
-        pts += [(theory.retrieval_snr(c0["V"], int(N), d, L, c0["q"]), a, s, d, L, int(N))
-                for N, a, s in zip(Ns, A.mean(0), A.std(0, ddof=1))]
-    rms = math.sqrt(np.mean([(a - theory.snr_accuracy(c0["V"], x)) ** 2 for x, a, *_ in pts]))
+    """Per (N, d, L) of three steps at V0: theory.retrieval_snr, the accuracy's mean and sd over
+    draws; and the rms distance of the means from the one-snr curve theory.snr_accuracy."""
+    c0 = records[0]["config"]
+    V, pts = c0["V0"], []
+    for r in records:
+        c = r["config"]
+        if c["method"] == "three_step" and c["V"] == V:
+            A = np.array(r["result"]["accuracy"])
+            pts += [(theory.retrieval_snr(V, N, c["d"], c["L"], c["q"]), a, s, c["d"], c["L"], N)
+                    for N, a, s in zip(c["Ns"], A.mean(0), A.std(0, ddof=1))]
+    rms = math.sqrt(np.mean([(a - theory.snr_accuracy(V, x)) ** 2 for x, a, *_ in pts]))
     return pts, rms
 
 
 def b_scaling_summary(records):
     c = records[0]["config"]
     pts, rms = collapse_points(records)
-    d_L = sorted({r["config"]["d"] for r in records
-                  if r["config"]["L"] != c["L0"] and r["config"]["method"] == "three_step"})
-    return ("".join(nstar_table(records, "L", d=d) for d in d_L)
-            + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1): rms distance {rms:.3f} over "
-            f"{len(pts)} (N, d, L) points; mean sd of one run {np.mean([p[2] for p in pts]):.3f}"
-            + nstar_table(records, "d", tuple(LEARNERS), L=c["L0"])
-            + nstar_table(records, "L", tuple(LEARNERS), d=c["d0"])
-            + f"\ncoverage bound (any learner): N* = {theory.coverage_N(c['V'], c['tau']):.0f}")
+    return ("".join(scaling_table(records, over) for over in ("d", "L", "V"))
+            + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1) at V = {c['V0']}: rms distance "
+            f"{rms:.3f} over {len(pts)} (N, d, L) points; mean sd of one run "
+            f"{np.mean([p[2] for p in pts]):.3f}\ncoverage bound (any learner): no N* below "
+            f"{theory.coverage_N(c['V0'], c['tau']):.0f} at V = {c['V0']}")
 
 
 # ----------------------------------------------------------------------------- the list
@@ -858,11 +834,7 @@ EXPERIMENTS = {e["name"]: experiment(**e) for e in [
     dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts",
          dtype="float32 or float64"),
     dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
-    dict(name="b_phase", help="paper B: accuracy over (N, d) at three L", q=Q),
-    dict(name="b_nstar", help="paper B: critical N* against d and against V", tau="target "
-         "accuracy", q=Q),
     dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings", q=Q),
     dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred", q=Q),
-    dict(name="b_length", help="paper B: accuracy and attention against L", q=Q + ", also 2q"),
-    dict(name="b_scaling", help="paper B: N* against L and d, the one-snr collapse, learners",
-         draws="independent draws per point, at least 2")]}
+    dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners",
+         draws="independent draws per point, at least 2", tau="target accuracy", q=Q)]}

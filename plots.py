@@ -281,63 +281,6 @@ def fig_b_agree(records, path):
     return fig
 
 
-def fig_b_phase(records, path, taus=(0.25, 0.5)):
-    """Mean accuracy over draws on (N, d) at three L; measured tau contours of the mean (white
-    dashed) and of mean +- sd (white dotted), predicted contours (cyan)."""
-    Ls = sorted({r["config"]["L"] for r in records})
-    fig, axes = plt.subplots(1, len(Ls), figsize=(4.0 * len(Ls), 3.6), sharey=True,
-                             squeeze=False)
-    for ax, L in zip(axes[0], Ls):
-        rs = sorted([r for r in records if r["config"]["L"] == L], key=lambda r: r["config"]["d"])
-        Ns, ds = rs[0]["config"]["Ns"], [r["config"]["d"] for r in rs]
-        V, q = rs[0]["config"]["V"], rs[0]["config"]["q"]
-        mean, sd = (np.array([draws_stats(r)[i] for r in rs]) for i in (1, 2))   # (ds, Ns)
-        im = ax.pcolormesh(edges(Ns), edges(ds), mean, vmin=0, vmax=1, cmap="magma")
-        Nf, df = np.geomspace(Ns[0], Ns[-1], 8), np.geomspace(ds[0], ds[-1], 6)
-        pred = [[theory.retrieval_accuracy(V, N, int(round(d)), L, q) for N in Nf] for d in df]
-        cs = ax.contour(Nf, df, pred, levels=list(taus), colors="c", linewidths=2)
-        ax.clabel(cs, fmt={t: f"predicted {t:g}" for t in taus}, fontsize="x-small",
-                  inline=False)
-        if len(Ns) > 1 and len(ds) > 1:
-            ax.contour(Ns, ds, mean, levels=list(taus), colors="w", linestyles="--",
-                       linewidths=1)
-            for level in (mean - sd, mean + sd):
-                ax.contour(Ns, ds, level, levels=list(taus), colors="w", linestyles=":",
-                           linewidths=0.8)
-        ax.set(xscale="log", yscale="log", xlabel="samples $N$")
-        ax.set_title(rf"$L={L}$, $V={V}$, $q={q:g}$, {rs[0]['config']['draws']} draws",
-                     fontsize="small")
-    axes[0][0].set_ylabel("embedding dimension $d$")
-    fig.colorbar(im, ax=axes, label="mean test accuracy (white: measured contours, dotted ±1 sd)")
-    return fig
-
-
-def nstar_plot(ax, records, method, over, color, label, style="o-", **match):
-    """experiments.nstar_points drawn: N* with bars where mean -+ 1 sd reach tau (open to the
-    top where mean - sd never does); returns x, N* and the predicted N*."""
-    x, n, lo, hi, p = ex.nstar_points(records, over, method=method, **match)
-    ax.vlines(x, np.where(np.isnan(lo), n, lo), np.where(np.isnan(hi), 1e5, hi), color=color,
-              alpha=0.5)
-    ax.plot(x, n, style, color=color, label=label + slope(theory.loglog_slope(x, n)))
-    ax.set_xscale("log", base=2)
-    return x, n, p
-
-
-def fig_b_nstar(records, path):
-    """N* against d and against V: where the mean accuracy over draws reaches tau (points;
-    bars: where mean -+ 1 sd reach it) and theory.critical_N (line)."""
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
-    c0 = records[0]["config"]
-    for ax, key, match in ((axes[0], "d", {"V": c0["V0"]}), (axes[1], "V", {"d": c0["d0"]})):
-        x, n, p = nstar_plot(ax, records, "three_step", key, "k", "measured", "o", **match)
-        ax.plot(x, p, color="C0", label="predicted" + slope(theory.loglog_slope(x, p)))
-        ax.set(yscale="log", ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})",
-               xlabel=f"${key}$ (" + ", ".join(f"{k}={v}" for k, v in match.items())
-               + f", L={c0['L']}, q={c0['q']:g}, {c0['draws']} draws)")
-        ax.legend(fontsize="small")
-    return fig
-
-
 def fig_b_embed(records, path):
     """Accuracy against N (mean +- sd over draws, all curves on each draw's sequences): one-hot
     embeddings (d = V+2) and random embeddings at several d; the formula dotted."""
@@ -400,90 +343,59 @@ def fig_b_mlp(records, path):
     return fig
 
 
-def fig_b_length(records, path):
-    """Accuracy (mean +- sd over draws, paired across L) and attention on the informative
-    position against L at fixed N, d, q; right: the paired difference L minus the shortest
-    L, as experiments.b_length_summary prints it."""
-    fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.6))
-    for i, q in enumerate(sorted({r["config"]["q"] for r in records})):
-        rs = sorted([r for r in records if r["config"]["q"] == q], key=lambda r: r["config"]["L"])
-        c = rs[0]["config"]
-        L = np.array([r["config"]["L"] for r in rs])
-        acc = np.array([np.array(r["result"]["accuracy"])[:, 0] for r in rs])   # (L, draws)
-        att = np.array([np.mean(r["result"]["attention"]) for r in rs])
-        sd_band(axes[0], L, acc.mean(1), acc.std(1, ddof=1), f"C{i}", f"measured, $q={q:g}$")
-        diff = acc - acc[0]
-        sd_band(axes[2], L, diff.mean(1), diff.std(1, ddof=1), f"C{i}", f"$q={q:g}$")
-        axes[1].plot(L, att, "o-", color=f"C{i}", label=f"measured, $q={q:g}$")
-        Lf = np.unique(np.geomspace(L[0], L[-1], 8).round().astype(int))
-        args = (c["V"], c["Ns"][0], c["d"])
-        axes[0].plot(Lf, [theory.retrieval_accuracy_frozen(*args, l, q, draws=16)[0]
-                          for l in Lf], ":", color=f"C{i}", label="predicted (frozen-bias mean)")
-        axes[1].plot(Lf, [theory.mean_attention(*args, l, q) for l in Lf], ":", color=f"C{i}",
-                     label="predicted (mean field)")
-    axes[2].axhline(0, color="gray", lw=0.8)
-    labels = ("test accuracy", "attention on informative position",
-              f"paired difference acc($L$) − acc($L={L[0]}$)")
-    for ax, lab in zip(axes, labels):
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="sequence length $L$", ylabel=lab)
-        ax.legend(fontsize="x-small")
-    fig.suptitle(f"V={c['V']}, d={c['d']}, N={c['Ns'][0]}, mean ± sd over {c['draws']} draws "
-                 "(same embeddings and informative tokens at every L)", fontsize="small")
-    return fig
-
-
 def fig_b_scaling(records, path):
-    """N* of three steps against L at each d run over L, theory.critical_N dotted (slopes over
-    the L where N* was measured); every (N, d, L) point's accuracy against theory.retrieval_snr."""
-    V, q, tau, L0 = (records[0]["config"][k] for k in ("V", "q", "tau", "L0"))
-    fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.0))
-    d_L = {r["config"]["d"] for r in records
-           if r["config"]["L"] != L0 and r["config"]["method"] == "three_step"}
-    for i, d in enumerate(sorted(d_L)):
-        x, n, p = nstar_plot(axes[0], records, "three_step", "L", f"C{i}", f"measured, $d={d}$",
-                             d=d)
-        fit = slope(theory.loglog_slope(x, np.where(np.isnan(n), np.nan, p)))
-        axes[0].plot(x, p, ":", color=f"C{i}", label=f"predicted, $d={d}${fit}")
-    axes[0].set(yscale="log", ylim=(None, 2e4), xlabel="sequence length $L$",
-                ylabel=rf"$N^*$ (mean accuracy $\geq$ {tau:g}); bars: mean $\mp$ 1 sd")
+    """N* against d, L and V (experiments.scaling_points: where the mean over draws reaches tau,
+    bars: 95% bootstrap interval) of the three learners, the formula's N* dotted, the ceiling's
+    d marked at the top, the d >= V contrast open; every three-step (N, d, L) point at V0
+    against theory.retrieval_snr."""
+    c0 = records[0]["config"]
+    fig, axes = plt.subplots(1, 4, figsize=(17.0, 4.6))
+    styles = {"three_step": ("C0", "o"), "gradinfo": ("C3", "D"), "adam": ("C2", "s")}
+    for ax, over in zip(axes, ("d", "L", "V")):
+        xs = set()
+        for m, (col, mk) in styles.items():
+            p = ex.scaling_points(records, over, m)
+            if p is None or len(p["x"]) < 2:
+                continue
+            xs |= set(p["x"])
+            s, lo, hi = ex.slope_interval(p["x"][p["below"]], p["boot"][:, p["below"]])
+            err = np.abs(np.array([p["lo"], p["hi"]]) - p["n"])
+            ax.errorbar(p["x"], p["n"], np.where(np.isfinite(err), err, 0), fmt=mk + "-",
+                        color=col, ms=4, capsize=2, label=f"{ex.LEARNERS[m]}, slope {s:+.2f} "
+                        f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(s) else ex.LEARNERS[m])
+            ax.plot(p["x"][~p["below"]], p["n"][~p["below"]], mk, mfc="w", color=col, ms=8)
+            if m == "three_step":
+                ax.plot(p["x"], p["pred"], ":", color=col, label="predicted (three steps)")
+                top = p["recs"][0]["config"]["Ns"][-1]
+                capped = p["x"][~np.isfinite(p["n"])]
+                if len(capped):
+                    ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
+                            label=f"three steps: no N* ≤ {top}")
+        ax.axhline(theory.coverage_N(c0["V0"], c0["tau"]), color="gray", ls="--",
+                   label="coverage bound (any learner)" if over == "d" else None)
+        where = {"d": f"V={c0['V0']}, L={c0['L0']}", "L": f"V={c0['V0']}, d={c0['d0']}",
+                 "V": f"d=V/2, L={c0['L0']}"}[over]
+        ax.set(xscale="log", yscale="log", xlabel=f"${over}$ ({where})",
+               ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})")
+        ax.set_xticks(sorted(xs), [f"{x:g}" for x in sorted(xs)])
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     pts, rms = ex.collapse_points(records)
-    ds, Ls = sorted({p[3] for p in pts}), sorted({p[4] for p in pts})
+    Ls = sorted({p[4] for p in pts})
     colour = {L: plt.cm.viridis(i / max(len(Ls) - 1, 1)) for i, L in enumerate(Ls)}
     for s, a, sd, d, L, N in pts:
-        axes[1].errorbar(s, a, sd, fmt="osD^v"[ds.index(d)], color=colour[L], ms=3, lw=0.6)
+        axes[3].errorbar(s, a, sd, fmt="o", color=colour[L], ms=2, lw=0.4, alpha=0.7)
     sf = np.linspace(0, max(p[0] for p in pts) * 1.05, 60)
-    axes[1].plot(sf, [theory.snr_accuracy(V, s) for s in sf], "k-",
+    axes[3].plot(sf, [theory.snr_accuracy(c0["V0"], s) for s in sf], "k-",
                  label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
     for L in Ls:
-        axes[1].plot([], [], "o", color=colour[L], label=f"$L={L}$")
-    for d in ds:
-        axes[1].plot([], [], "osD^v"[ds.index(d)], color="gray", label=f"$d={d}$")
-    axes[1].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma(N, d, L)$ (typical token)",
-                ylabel=r"test accuracy (mean $\pm$ 1 sd over draws)")
-    axes[0].legend(fontsize="x-small", loc="upper left")
-    axes[1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
-    n = max(r["config"]["draws"] for r in records)
-    fig.suptitle(f"three steps, V={V}, q={q:g}, {n} draws per point", fontsize="small")
+        axes[3].plot([], [], "o", color=colour[L], label=f"$L={L}$")
+    axes[3].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma$ (typical token)",
+                ylabel=rf"three steps' accuracy at V={c0['V0']} (mean ± sd)")
+    axes[3].legend(fontsize="x-small", loc="upper left")
+    fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); open symbols: "
+                 f"the d ≥ V contrast, not fitted", fontsize="small")
     save_data(path, {"collapse": pts, "rms": rms})
-    return fig
-
-
-def fig_b_gradinfo(records, path):
-    """N* against d (at L0) and against L (at d0) of the gradient-information learner, three
-    steps and Adam (b_scaling's records), and the coverage bound."""
-    V, q, tau, L0, d0 = (records[0]["config"][k] for k in ("V", "q", "tau", "L0", "d0"))
-    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0))
-    for ax, over, match in ((axes[0], "d", {"L": L0}), (axes[1], "L", {"d": d0})):
-        for method, col, style in (("gradinfo", "C3", "D-"), ("three_step", "C0", "o-"),
-                                   ("adam", "C2", "s-")):
-            nstar_plot(ax, records, method, over, col, ex.LEARNERS[method], style, **match)
-        ax.axhline(theory.coverage_N(V, tau), color="gray", ls="--", label="coverage bound")
-        ax.set(yscale="log", ylim=(10, 2e4), ylabel=rf"$N^*$ (accuracy $\geq$ {tau:g})",
-               xlabel=f"${over}$ (" + ", ".join(f"{k}={v}" for k, v in match.items()) + ")")
-        ax.legend(fontsize="x-small")
-    fig.suptitle(f"V={V}; three steps at q={q:g}; bars: where mean $\\mp$ 1 sd crosses "
-                 f"{tau:g}", fontsize="small")
     return fig
 
 
@@ -492,7 +404,6 @@ def fig_b_gradinfo(records, path):
 # name -> (figure function, the experiment whose records it draws, default file name)
 FIGURES = {name: (globals()[f"fig_{name}"], name, f"{name}.png") for name in ex.EXPERIMENTS}
 FIGURES["fig5"] = (fig_fig5, "fig5", "fig5_sequential.png")
-FIGURES["b_gradinfo"] = (fig_b_gradinfo, "b_scaling", "b_gradinfo.png")
 
 
 def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):

@@ -376,13 +376,6 @@ def loglog_slope(x, y):
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
-def mean_attention(V, N, d, L, q, z2=1.0, n_nodes=24):
-    """[ours] Mean-field attention on the informative position, averaged over answer tokens."""
-    x, wx = _normal_nodes(n_nodes)
-    p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, query_cosine(V, N, d, L))
-    return float(wx @ p)
-
-
 def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
     """[ours] 1/sigma of `retrieval_accuracy` at the typical token (the stored node nearest x = 0;
     0 if none): at saturated attention sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d) (MODEL.md 4.8)."""
