@@ -353,13 +353,17 @@ def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
     return lo, hi
 
 
-def critical_N(V, d, L, q, tau, m=None, z2=1.0):
-    """[ours] N* : the smallest sample size whose predicted accuracy reaches tau (inf if none
-    below 1e9: the N-independent terms 3/d + 2V/d^2 alone can forbid it)."""
-    reaches = lambda N: retrieval_accuracy(V, N, d, L, q, m, z2) >= tau   # noqa: E731
+def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32):
+    """[ours] N* : the smallest sample size whose predicted mean accuracy with the frozen label
+    bias (`retrieval_accuracy_frozen`, `draws` bias vectors, seed 0) reaches tau, to 1%; inf if
+    none below 1e9 (the N-independent terms 3/d + 2V/d^2 alone can forbid it).  Not the
+    fresh-noise `retrieval_accuracy`: its optimism (largest of V - 1 wrong biases, skewed by
+    Poisson counts, MODEL.md 4.7) is small in accuracy but large in N* where the curve is flat."""
+    def reaches(N):
+        return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws)[0] >= tau
     if not reaches(1e9):
         return math.inf
-    return V if reaches(V) else bisect_log(reaches, V, 1e9, at_lo=False)[1]
+    return V if reaches(V) else bisect_log(reaches, V, 1e9, ratio=1.01, at_lo=False)[1]
 
 
 def coverage_N(V, tau):
