@@ -518,13 +518,17 @@ B_AGREE = by_scale(dict(points=_points(
     full=dict(draws=3 * DRAWS["full"]))
 
 
+def theory_version():
+    """A hash of theory.py: in a config, an edited theory recomputes the records."""
+    with open(theory.__file__, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()[:8]
+
+
 def b_agree_configs(g, seed):
     """3 x DRAWS draws per point: an sd from n draws is uncertain by about 1/sqrt(2 (n - 1)) of
-    it (9% at 60).  "theory" (a hash of theory.py): an edited theory recomputes the records."""
-    with open(theory.__file__, "rb") as f:
-        version = hashlib.sha1(f.read()).hexdigest()[:8]
+    it (9% at 60)."""
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, g["draws"], q=p["q"], m=p["m"],
-                         n_test=g["n_test"], theory=version, gaussian=True,
+                         n_test=g["n_test"], theory=theory_version(), gaussian=True,
                          bias_draws=g["bias_draws"]) for p in g["points"]]
 
 
@@ -649,8 +653,8 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
                           adam_d=[48, 64, 96, 128], adam_draws=5, adam_steps=150, adam_lr=0.02,
                           adam_Nmax=256),
                      tiny=dict(V0=32, d0=16, d=[8, 16], d_contrast=32, L=[2, 8], V=[24, 32],
-                               Nmax=512, gradinfo_Nmax=512, draws=3, adam_d=[8, 16], adam_draws=2, adam_steps=20,
-                               adam_Nmax=64),
+                               Nmax=512, gradinfo_Nmax=512, draws=3, adam_d=[8, 16],
+                               adam_draws=2, adam_steps=20, adam_Nmax=64),
                      full=dict(V0=1024, d0=512, d=[32, 48, 64, 96, 128, 192, 256, 384, 512],
                                d_contrast=1024, L=[2, 4, 8, 16, 32, 64, 128, 256],
                                V=[256, 362, 512, 724, 1024, 1448], Nmax=131072, n_test=2000,
@@ -674,8 +678,20 @@ def b_scaling_configs(g, seed):
                                    if 16 * 2 ** k <= min(top, g["top"] * V * V / d)], seed,
                          n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"], V0=g["V0"],
                          d0=g["d0"], L0=g["L0"], steps=g["adam_steps"], lr=g["adam_lr"],
-                         Lmax=max(g["L"] + [g["L0"]]))
+                         Lmax=max(g["L"] + [g["L0"]]),
+                         theory=theory_version() if m == "three_step" else None)
             for V, d, L, m, n, top in runs]
+
+
+def b_scaling_one(cfg):
+    """draws_one; for three steps also the formula's N* (theory.critical_N) and its mean
+    accuracy as N -> infinity (frozen bias, N = 1e9), computed here, in the run's process."""
+    res = draws_one(cfg)
+    if cfg["method"] == "three_step":
+        args = (cfg["V"], cfg["d"], cfg["L"], cfg["q"])
+        res["predicted_N"] = theory.critical_N(*args, cfg["tau"])
+        res["predicted_limit"] = theory.retrieval_accuracy_frozen(cfg["V"], 1e9, *args[1:])[0]
+    return res
 
 
 def scaling_panel(records, over, method):
@@ -728,8 +744,7 @@ def scaling_points(records, over, method):
     boot = nstar_bootstrap(recs)
     srt = np.sort(np.where(np.isnan(boot[1:]), np.inf, boot[1:]), axis=0)   # nan: beyond grid
     lo, hi = srt[int(0.025 * (len(srt) - 1))], srt[math.ceil(0.975 * (len(srt) - 1))]
-    pred = [theory.critical_N(c["V"], c["d"], c["L"], c["q"], c["tau"])
-            if method == "three_step" else math.nan for c in (r["config"] for r in recs)]
+    pred = [r["result"].get("predicted_N", math.nan) for r in recs]
     below = np.array([r["config"]["d"] < r["config"]["V"] for r in recs])
     return dict(x=np.array([r["config"][over] for r in recs], float), n=boot[0], lo=lo, hi=hi,
                 pred=np.array(pred, float), boot=boot, below=below, recs=recs)
@@ -737,11 +752,11 @@ def scaling_points(records, over, method):
 
 def ceiling(r):
     """Where three steps never reaches tau: its best mean accuracy over the N grid (and that N)
-    and the formula's accuracy as N -> infinity (N = 1e9)."""
+    and the formula's as N -> infinity."""
     c, A = r["config"], np.array(r["result"]["accuracy"]).mean(0)
     best = int(np.argmax(A))
     return (f"ceiling: best mean {A[best]:.3f} at N = {c['Ns'][best]}, predicted "
-            f"{theory.retrieval_accuracy(c['V'], 1e9, c['d'], c['L'], c['q']):.3f} as N -> inf")
+            f"{r['result']['predicted_limit']:.3f} as N -> inf")
 
 
 def scaling_table(records, over):
@@ -768,9 +783,11 @@ def scaling_table(records, over):
         lines.append(f"{LEARNERS[m]}: " + (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over "
                                            f"{k} points with d < V" if k > 1 else "no fit"))
     ok = three["below"] & np.isfinite(three["n"])
+    ratio = three["pred"][np.isfinite(three["n"])] / three["n"][np.isfinite(three["n"])]
+    close = int(np.sum(abs(np.log(ratio)) <= math.log(1.5)))
     lines.append(f"predicted (three steps): N* ~ {over}^"
                  f"({theory.loglog_slope(three['x'][ok], three['pred'][ok]):+.2f}) over the same"
-                 " points")
+                 f" points; predicted / measured within 1.5x at {close} of {len(ratio)} points")
     return "\n".join(lines)
 
 
