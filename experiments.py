@@ -513,9 +513,14 @@ B_AGREE = by_scale(dict(points=_points(
     (64, 64, 8, 1000, 10, None), (256, 128, 8, 8000, 10, None), (128, 64, 8, 8000, 10, 64),
     (128, 64, 8, 8000, 10, 512), (128, 256, 8, 16000, 10, None), (64, 128, 8, 8000, 10, None),
     (128, 128, 16, 8000, 5, None), (64, 64, 16, 4000, 4, None)), draws=3 * DRAWS["small"],
+    hidden=_points(         # never used to tune the formula: d < V but one, chosen after it
+        (384, 128, 8, 18000, 5, None), (192, 96, 16, 3500, 10, None), (160, 64, 2, 6600, 5, None),
+        (320, 160, 32, 13000, 5, None), (448, 224, 4, 7600, 10, None), (224, 320, 8, 1700, 5, None),
+        (256, 80, 8, 17000, 10, None), (288, 144, 64, 5000, 10, None)), hidden_draws=DRAWS["small"],
     bias_draws=8, n_test=2000),
-    tiny=dict(points=_points((16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)), draws=9),
-    full=dict(draws=3 * DRAWS["full"]))
+    tiny=dict(points=_points((16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)), draws=9,
+              hidden=_points((24, 12, 4, 300, 5, None)), hidden_draws=3),
+    full=dict(draws=3 * DRAWS["full"], hidden_draws=DRAWS["full"]))
 
 
 def theory_version():
@@ -525,11 +530,13 @@ def theory_version():
 
 
 def b_agree_configs(g, seed):
-    """3 x DRAWS draws per point: an sd from n draws is uncertain by about 1/sqrt(2 (n - 1)) of
-    it (9% at 60)."""
-    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, g["draws"], q=p["q"], m=p["m"],
+    """3 x DRAWS draws per tuning point: an sd from n draws is uncertain by about
+    1/sqrt(2 (n - 1)) of it (9% at 60); DRAWS at the hidden points."""
+    pts = [(p, False, g["draws"]) for p in g["points"]]
+    pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
+    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p["q"], m=p["m"],
                          n_test=g["n_test"], theory=theory_version(), gaussian=True,
-                         bias_draws=g["bias_draws"]) for p in g["points"]]
+                         bias_draws=g["bias_draws"], hidden=hidden) for p, hidden, n in pts]
 
 
 def b_agree_one(cfg):
@@ -557,35 +564,45 @@ def agreement_rows(records):
                          att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
                          meas_sd=acc.std(ddof=1), pred=pr[:, 0].mean(), sd_b=sd_b,
                          pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
-                         fresh=np.mean(res["fresh"]), gauss=np.mean(res["gauss"])))
-    return sorted(rows, key=lambda w: [v or 0 for v in w["key"]])
+                         fresh=np.mean(res["fresh"]), gauss=np.mean(res["gauss"]),
+                         hidden=bool(c.get("hidden"))))
+    return sorted(rows, key=lambda w: [w["hidden"]] + [v or 0 for v in w["key"]])
 
 
 def b_agree_summary(records):
-    """agreement_rows as a table, then: mean |predicted - measured|, mean signed error, how many
-    predicted sds lie within 30% of the measured one; and against the same draws scored with
-    Gaussian fresh noise, as the theory assumes it (gaussian_fresh_accuracy)."""
+    """agreement_rows as a table (tuning points, then hidden ones), then per set the stats of
+    agreement_stats."""
     rows = agreement_rows(records)
-    lines = ["| V | N | d | L | q | m | attention | measured | predicted (frozen bias) | diff | "
-             "sd without z2 spread | fresh-noise formula | measured, Gaussian fresh noise |",
-             "|" + "---|" * 13]
+    lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) "
+             "| diff | sd without z2 spread | fresh-noise formula | measured, Gaussian fresh "
+             "noise |",
+             "|" + "---|" * 14]
     for w in rows:
         diff = round(w["pred"], 3) - round(w["meas"], 3)
-        lines.append("| " + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
+        lines.append(f"| {'hidden' if w['hidden'] else 'tuning'} | "
+                     + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
                      f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {diff:+.3f} | {w['sd_b']:.3f} | "
                      f"{w['fresh']:.3f} | {w['gauss']:.3f} |")
+    for hidden in (False, True):
+        w = [r for r in rows if r["hidden"] == hidden]
+        lines += [agreement_stats(w, "hidden" if hidden else "tuning")] if w else []
+    return "\n".join(lines)
+
+
+def agreement_stats(rows, name):
+    """Mean and largest |predicted - measured|, mean signed error, how many predicted sds lie
+    within 30% of the measured one; against the fresh-noise formula, and against the same draws
+    scored with Gaussian fresh noise, as the theory assumes it (gaussian_fresh_accuracy)."""
     diff, fresh, gauss = (np.array([w[a] - w[b] for w in rows]) for a, b in
                           (("pred", "meas"), ("fresh", "meas"), ("pred", "gauss")))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
-    lines.append(f"\n{len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
-                 f"measured| = {np.abs(diff).mean():.3f}, mean signed {diff.mean():+.3f} "
-                 f"(fresh-noise formula: {np.abs(fresh).mean():.3f}, {fresh.mean():+.3f}); "
-                 f"predicted / measured sd: median {np.median(ratio):.2f}, "
-                 f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%; predicted - "
-                 f"measured with Gaussian fresh noise: {np.abs(gauss).mean():.3f}, "
-                 f"{gauss.mean():+.3f}")
-    return "\n".join(lines)
+    return (f"\n{name}: {len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
+            f"measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), mean "
+            f"signed {diff.mean():+.3f} (fresh-noise formula: {np.abs(fresh).mean():.3f}, "
+            f"{fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
+            f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%; predicted - "
+            f"measured with Gaussian fresh noise: {np.abs(gauss).mean():.3f}, {gauss.mean():+.3f}")
 
 
 # ----------------------------------------------------------------------------- b_embed

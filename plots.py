@@ -267,14 +267,18 @@ def fig_b_agree(records, path):
     rows = ex.agreement_rows(records)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
     ax.plot([0, 1], [0, 1], color="gray", lw=1)
-    for mlp in sorted({bool(r["key"][5]) for r in rows}):          # attention only, then + MLP
-        w, fmt, col = [r for r in rows if bool(r["key"][5]) == mlp], "os"[mlp], f"C{int(mlp)}"
+    sets = (("attention only", "o", "C0"), ("attention + MLP", "s", "C1"),
+            ("hidden points (never tuned on)", "^", "C2"))
+    for i, (label, fmt, col) in enumerate(sets):
+        w = [r for r in rows if (2 if r["hidden"] else int(bool(r["key"][5]))) == i]
+        if not w:
+            continue
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
-                    [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col,
-                    label="attention + MLP" if mlp else "attention only")
+                    [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
         ax.plot([r["gauss"] for r in w], [r["pred"] for r in w], fmt, mfc="none", ms=6,
-                color=col, label=f"same draws, Gaussian fresh noise{' (+ MLP)' * mlp}")
-    ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws)", xlim=(0, 1),
+                color=col, label="same draws, Gaussian fresh noise" if i == 0 else None)
+    ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
+           xlim=(0, 1),
            ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
     ax.legend(fontsize="small", loc="upper left")
     ax.set_title("three-step model: theory vs simulation", fontsize="small")
