@@ -46,9 +46,9 @@ TEXTBOOK = (rc.transformer_textbook_forward, rc.transformer_textbook_backward)
 
 
 def jax_transformer_step():
-    """A jit-compiled JAX Adam step of the same model with the same algebra as
-    recall.transformer_forward (keys folded into the query, embeddings pooled before the value
-    map), on one thread; None without JAX."""
+    """A jit-compiled JAX Adam step of the same model, per position with keys folded into the
+    query and embeddings pooled before the value map (recall.transformer_forward's algebra before
+    it moved to per-vocabulary attention), on one thread; None without JAX."""
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
     try:
         import jax
@@ -92,9 +92,9 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
         train.adam_step(params, gradient(*form, params, fixed, tokens, y)[1], state, 1e-3)
 
     check_same(*(gradient(*form, params, fixed, tokens, y)[1] for form in (FAST, TEXTBOOK)), dtype)
-    # multiply-adds of the forward per row and d: q, WK_h q, values, WO (4 H dh), scores and
-    # pooling (2 H T), MLP (2 m), unembedding; x2 for flops, x3 with the backward
-    flops = 6 * B * d * (4 * H * dh + 2 * H * T + 2 * m + task["n_answers"])
+    # multiply-adds per row of our step, x2 for flops: attention n (e Ev) and its transpose
+    # (2 V H (dh + 1)), WO and the MLP forward and backward, the unembedding and dy
+    flops = 2 * B * (2 * task["vocab"] * H * (dh + 1) + 3 * d * (H * dh + 2 * m) + 2 * d * D * R)
     jax_runs = []
     for run, arr, zeros in jax_steps:
         jp = {k: arr(v) for k, v in params.items()}
@@ -138,7 +138,7 @@ def main(argv=None):
     print(f"dtype {args.dtype}; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
     jax_steps = [] if args.no_jax else [j for j in [jax_transformer_step()] if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
-    print("JAX: a jit-compiled Adam step of the same model and algebra on one thread, timed "
+    print("JAX: a jit-compiled Adam step of the same model (per position) on one thread, timed "
           "alternately with ours in this run" if jax_steps else "JAX: not importable here, so "
           "no side-by-side JAX timing (install jax in the Python running bench.py to get one)")
     print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} "

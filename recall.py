@@ -232,7 +232,7 @@ def init_transformer(d, H, dh, m, rng):
 
 
 def _transformer_inputs(params, fixed, tokens):
-    """Check the transformer's arguments; return X = E[tokens] (B, T, d), H and dh."""
+    """Check the transformer's arguments; return the tokens (B, T), H and dh."""
     E, d = fixed["E"], fixed["E"].shape[1]
     WQ = params.get("WQ")
     if WQ is None or np.ndim(WQ) != 3:
@@ -242,14 +242,15 @@ def _transformer_inputs(params, fixed, tokens):
     _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
                                           "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
                                           "W2": (m, d)})
-    return E[_check_tokens("tokens", tokens, len(E), 2)], H, dh
+    return _check_tokens("tokens", tokens, len(E), 2), H, dh
 
 
 def transformer_textbook_forward(params, fixed, tokens):
     """One-layer transformer of paper A as the paper writes it: every head h gives each position
     t a key k_t and a value v_t; the last position's query q attends over all T positions, then
     an MLP with residual.  The EOS embedding is not added back into the stream."""
-    X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)      rows x_t
+    tokens, H, dh = _transformer_inputs(params, fixed, tokens)
+    X = fixed["E"][tokens]                                         # (B, T, d)      rows x_t
     k = X[:, None] @ params["WK"]                                  # (B, H, T, dh)  k_t = x_t WK_h
     v = X[:, None] @ params["WV"]                                  # (B, H, T, dh)  v_t = x_t WV_h
     q = (X[:, -1] @ params["WQ"]).transpose(1, 0, 2)               # (B, H, dh)     q = x_T WQ_h
@@ -289,51 +290,58 @@ def transformer_textbook_backward(dlogits, cache):  # exercise 4
 
 def transformer_forward(params, fixed, tokens):
     """Paper A's one-layer transformer, the function of `transformer_textbook_forward` (tested
-    against it), computed without forming per-position keys or values (never (B, H, T, dh)):
-      score_t = x_t . (WK_h q)             -- fold the key map into the query: (B, H, d)
-      o_h     = (sum_t a_t x_t) WV_h       -- pool the embeddings first, then project.
-    This saves a factor dh of work on the T axis.  Batched products are written with matmul
-    (one BLAS call per batch item or head); the einsum each one computes is in its comment."""
-    X, H, dh = _transformer_inputs(params, fixed, tokens)          # (B, T, d)
-    B, U, WQ = len(X), fixed["U"], params["WQ"]
-    xT = X[:, -1]                                                  # (B, d)    the query token
-    q = (xT @ WQ.transpose(1, 0, 2).reshape(-1, H * dh)).reshape(B, H, dh)  # (B, H, dh) bd,hdk->bhk
-    qk = np.matmul(q.transpose(1, 0, 2), params["WK"].transpose(0, 2, 1))   # (H, B, d) WK_h q
-    qk = qk.transpose(1, 0, 2)                                     # (B, H, d)
-    s = np.matmul(qk, X.transpose(0, 2, 1)) / math.sqrt(dh)          # (B, H, T) bhd,btd->bht
-    a = softmax(s, axis=-1)                                        # (B, H, T)
-    xbar = np.matmul(a, X)                                         # (B, H, d) bht,btd->bhd
-    o = np.matmul(xbar.transpose(1, 0, 2), params["WV"])           # (H, B, dh) bhd,hdk->hbk
-    oc = o.transpose(1, 0, 2).reshape(B, H * dh)                   # (B, H dh)  heads in order
+    against it), per vocabulary entry v, never per position: keys and values depend on the token
+    only, so rows sharing a query token (EOS alone in task A) share each entry's softmax numerator
+    e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h with a 1 appended to each value,
+      e_hv = exp(E_v . WK_h q_h / sqrt(dh) - c_h)   (any shift c_h cancels in the softmax)
+      [sum_t e_t v_t, sum_t e_t] = n (e Ev),        o_h = sum_t e_t v_t / sum_t e_t."""
+    tokens, H, dh = _transformer_inputs(params, fixed, tokens)     # (B, T)
+    E, U, B, V = fixed["E"], fixed["U"], len(tokens), len(fixed["E"])
+    u, inv = np.unique(tokens[:, -1], return_inverse=True)         # distinct query tokens
+    q = np.matmul(E[u], params["WQ"]) / math.sqrt(dh)              # (H, u, dh) x_T WQ_h/sqrt(dh)
+    S = np.matmul(q, params["WK"].transpose(0, 2, 1)) @ E.T        # (H, u, V)  E_v WK_h q
+    e = np.exp(S - S.max(2, keepdims=True)).transpose(1, 2, 0)     # (u, V, H)  numerators e_hv
+    Ev = np.concatenate([np.matmul(E, params["WV"]), np.ones((H, V, 1), E.dtype)], axis=2)
+    W = (e[..., None] * Ev.transpose(1, 0, 2)).reshape(len(u), V, -1)   # (u, V, H (dh + 1))
+    n = np.zeros((B, V), E.dtype)                                  # (B, V)  token counts
+    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), E.dtype.type(1))
+    rows = [slice(None)] if len(u) == 1 else [inv == g for g in range(len(u))]   # per u[g]
+    pool = np.empty((B, H, dh + 1), E.dtype)                       # sum_t e_t [v_t, 1]
+    for g, r in enumerate(rows):
+        pool[r] = (n[r] @ W[g]).reshape(-1, H, dh + 1)
+    if pool[:, :, dh].min() < 1e-30:     # a row's scores all ~70 below the best entry's: exp
+        return transformer_textbook_forward(params, fixed, tokens)  # underflows; shift per row
+    oc = (pool[:, :, :dh] / pool[:, :, dh:]).reshape(B, H * dh)    # (B, H dh)  concat_h(o_h)
     x = oc @ params["WO"]                                          # (B, d)
     P = x @ params["W1"] + params["b1"]                            # (B, m)
     A = np.maximum(P, 0.0)                                         # (B, m)
     y = x + A @ params["W2"]                                       # (B, d)
     logits = y @ U.T                                               # (B, n_answers)
-    cache = (X, xT, q, qk, a, xbar, oc, x, P, A, U, params, dh)
-    return logits, cache
+    return logits, (n, rows, E, E[u], q, e, Ev, pool, oc, x, P, A, U, params)
 
 
 def transformer_backward(dlogits, cache):
-    X, xT, q, qk, a, xbar, oc, x, P, A, U, params, dh = cache
-    B, H, _ = q.shape
-    d = X.shape[2]
+    if len(cache) == 11:                 # the forward fell back to the textbook form
+        return transformer_textbook_backward(dlogits, cache)
+    n, rows, E, xu, q, e, Ev, pool, oc, x, P, A, U, params = cache
+    B, H, dh = len(oc), len(q), pool.shape[2] - 1
     dy = dlogits @ U                                               # logits = y U^T
     dW2 = A.T @ dy                                                 # y = x + A W2
     dP = (dy @ params["W2"].T) * (P > 0)                           # A = relu(P)
     dW1, db1 = x.T @ dP, dP.sum(0)                                 # P = x W1 + b1
     dx = dy + dP @ params["W1"].T
     dWO = oc.T @ dx                                                # x = oc WO
-    do = (dx @ params["WO"].T).reshape(B, H, dh).transpose(1, 0, 2)        # (H, B, dh)
-    dWV = np.matmul(xbar.transpose(1, 2, 0), do)                   # o = xbar WV_h   (H, d, dh)
-    dxbar = np.matmul(do, params["WV"].transpose(0, 2, 1)).transpose(1, 0, 2)   # (B, H, d)
-    da = np.matmul(dxbar, X.transpose(0, 2, 1))                    # xbar = a X      (B, H, T)
-    ds = a * (da - (a * da).sum(-1, keepdims=True))                # a = softmax(s)
-    dqk = np.matmul(ds, X) / math.sqrt(dh)                           # s = qk X^T / sqrt(dh)
-    dWK = np.matmul(dqk.transpose(1, 2, 0), q.transpose(1, 0, 2))  # qk = WK_h q     (H, d, dh)
-    dq = np.matmul(dqk.transpose(1, 0, 2), params["WK"])           # (H, B, dh)
-    dWQ = (xT.T @ dq.transpose(1, 0, 2).reshape(B, H * dh))        # q = xT WQ_h     (d, H dh)
-    dWQ = dWQ.reshape(d, H, dh).transpose(1, 0, 2)
+    do = (dx @ params["WO"].T).reshape(B, H, dh)                   # o = pool_v / pool_1
+    dpool = np.concatenate([do, -np.einsum("bhk,bhk->bh", do, oc.reshape(B, H, dh))[..., None]],
+                           axis=2) / pool[:, :, dh:]               # (B, H, dh + 1)
+    dW = np.stack([n[r].T @ dpool[r].reshape(-1, H * (dh + 1)) for r in rows])   # pool = n W
+    dW = dW.reshape(len(rows), len(E), H, dh + 1)                  # (u, V, H, dh + 1)
+    dS = e * np.einsum("uvhk,hvk->uvh", dW, Ev)                    # W = e Ev,  e = exp(S - c)
+    dWV = np.matmul(E.T, np.einsum("uvh,uvhk->hvk", e, dW)[..., :dh])   # Ev = E WV_h
+    dqk = np.matmul(dS.transpose(2, 0, 1), E)                      # S = qk E^T    (H, u, d)
+    dWK = np.matmul(dqk.transpose(0, 2, 1), q)                     # qk = q WK_h^T (H, d, dh)
+    dq = np.matmul(dqk, params["WK"]) / math.sqrt(dh)              # (H, u, dh)
+    dWQ = np.matmul(xu.T, dq)                                      # q = xu WQ_h / sqrt(dh)
     return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
 
 
