@@ -159,7 +159,10 @@ def naive_retrieval(params, fixed, tokens, pos):
     return np.array(out)
 
 
-def test_fast_transformer_matches_textbook_forward_and_backward():
+@pytest.mark.parametrize("case", ["eos", "other query tokens", "underflow"])
+def test_fast_transformer_matches_textbook_forward_and_backward(case):
+    """Rows ending in EOS (one query token); rows ending in other tokens (the loop over distinct
+    query tokens); scores ~100 apart (exp underflows at the shared shift: textbook fallback)."""
     rng = np.random.default_rng(3)
     task = rc.make_facts(4, 3, 2, rng, T=7)
     fixed = {"E": rc.embeddings(task["vocab"], 8, rng),
@@ -167,6 +170,11 @@ def test_fast_transformer_matches_textbook_forward_and_backward():
     p = rc.init_transformer(8, 3, 2, 5, rng)
     p["b1"] = rng.standard_normal(5)
     tok, _ = rc.sample_facts(task, 6, rng)
+    if case == "other query tokens":
+        tok[:3, -1] = tok[:3, 0]
+    if case == "underflow":
+        p["WQ"], p["WK"] = p["WQ"] * 30, p["WK"] * 30
+        assert len(rc.transformer_forward(p, fixed, tok)[1]) == 11      # the textbook cache
     logits, cache = rc.transformer_forward(p, fixed, tok)
     ref, ref_cache = rc.transformer_textbook_forward(p, fixed, tok)
     np.testing.assert_allclose(logits, ref, rtol=1e-10, atol=1e-12)
