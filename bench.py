@@ -1,6 +1,6 @@
 """bench.py -- time the project's fast kernels against recall's textbook forms, a jit-compiled
-JAX step of the same model (when JAX is importable; never required) and a plain matmul, in one
-run (`make bench`).  Medians of repeats, timed alternately: compare ratios, not absolute times."""
+JAX step of the same per-vocabulary algebra (if JAX is importable; never required) and a plain
+matmul, in one run (`make bench`).  Medians of repeats, timed alternately: compare ratios only."""
 import argparse
 import os
 import time
@@ -46,9 +46,7 @@ TEXTBOOK = (rc.transformer_textbook_forward, rc.transformer_textbook_backward)
 
 
 def jax_transformer_step():
-    """A jit-compiled JAX Adam step of the same model, per position with keys folded into the
-    query and embeddings pooled before the value map (recall.transformer_forward's algebra before
-    it moved to per-vocabulary attention), on one thread; None without JAX."""
+    """JAX's jit-compiled Adam step of our per-vocabulary algebra on one CPU thread, or None."""
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
     try:
         import jax
@@ -56,16 +54,21 @@ def jax_transformer_step():
     except ImportError:
         return None
     jax.config.update("jax_enable_x64", True)
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
+    if cpus:            # XLA starts a pool thread per CPU it may use, whatever XLA_FLAGS says
+        os.sched_setaffinity(0, {min(cpus)}), jax.devices(), os.sched_setaffinity(0, cpus)
 
-    def loss(p, E, U, tokens, y):
-        X = E[tokens]                                               # (B, T, d)
-        q = jnp.einsum("bd,hdk->bhk", X[:, -1], p["WQ"])
-        s = jnp.einsum("bhd,btd->bht", jnp.einsum("bhk,hdk->bhd", q, p["WK"]), X)
-        a = jax.nn.softmax(s / jnp.sqrt(p["WQ"].shape[2]), axis=-1)
-        o = jnp.einsum("bhd,hdk->bhk", jnp.einsum("bht,btd->bhd", a, X), p["WV"])
-        x = o.reshape(len(y), -1) @ p["WO"]
+    def loss(p, E, U, tokens, y):                     # the bench's rows all end with EOS
+        (H, _, dh), B, V = p["WQ"].shape, len(y), len(E)
+        n = jnp.zeros((B, V), E.dtype).at[jnp.arange(B)[:, None], tokens].add(1)   # counts
+        q = E[tokens[0, -1]] @ p["WQ"] / dh ** 0.5                 # (H, dh)  the one query
+        S = jnp.einsum("hk,hdk->hd", q, p["WK"]) @ E.T              # (H, V)   E_v WK_h q
+        e = jnp.exp(S - jax.lax.stop_gradient(S.max(1, keepdims=True)))   # numerators e_hv
+        Ev = jnp.concatenate([E @ p["WV"], jnp.ones((H, V, 1), E.dtype)], axis=2)
+        pool = (n @ (e[..., None] * Ev).transpose(1, 0, 2).reshape(V, -1)).reshape(B, H, -1)
+        x = (pool[..., :dh] / pool[..., dh:]).reshape(B, -1) @ p["WO"]
         logits = (x + jax.nn.relu(x @ p["W1"] + p["b1"]) @ p["W2"]) @ U.T
-        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(len(y)), y])
+        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(B), y])
 
     @jax.jit
     def step(p, m, v, t, E, U, tokens, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
@@ -75,7 +78,7 @@ def jax_transformer_step():
         p = {k: p[k] - lr * m[k] / (1 - b1 ** t) / (jnp.sqrt(v[k] / (1 - b2 ** t)) + eps)
              for k in p}
         return p, m, v
-    return lambda *a: jax.block_until_ready(step(*a)), jnp.asarray, jnp.zeros_like
+    return lambda *a: jax.block_until_ready(step(*a)), jnp.asarray, jax.value_and_grad(loss)
 
 
 def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
@@ -91,15 +94,17 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     def adam(form):                                   # one Adam step with that form's gradient
         train.adam_step(params, gradient(*form, params, fixed, tokens, y)[1], state, 1e-3)
 
-    check_same(*(gradient(*form, params, fixed, tokens, y)[1] for form in (FAST, TEXTBOOK)), dtype)
+    loss, grads = gradient(*FAST, params, fixed, tokens, y)
+    check_same(grads, gradient(*TEXTBOOK, params, fixed, tokens, y)[1], dtype)
     # multiply-adds per row of our step, x2 for flops: attention n (e Ev) and its transpose
     # (2 V H (dh + 1)), WO and the MLP forward and backward, the unembedding and dy
     flops = 2 * B * (2 * task["vocab"] * H * (dh + 1) + 3 * d * (H * dh + 2 * m) + 2 * d * D * R)
     jax_runs = []
-    for run, arr, zeros in jax_steps:
+    for run, arr, jgrad in jax_steps:                 # JAX's loss and gradients equal ours
         jp = {k: arr(v) for k, v in params.items()}
-        jargs = (jp, {k: zeros(v) for k, v in jp.items()}, {k: zeros(v) for k, v in jp.items()},
+        jargs = (jp, {k: 0 * v for k, v in jp.items()}, {k: 0 * v for k, v in jp.items()},
                  arr(dtype(1)), arr(fixed["E"]), arr(fixed["U"]), arr(tokens), arr(y))
+        check_same(*({"loss": l, **g} for l, g in (jgrad(jp, *jargs[4:]), (loss, grads))), dtype)
         assert run(*jargs)[0]["WQ"].dtype == params["WQ"].dtype   # JAX computes in our dtype
         jax_runs.append(lambda run=run, jargs=jargs: run(*jargs))
     t_ours, t_naive, *t_jax = timeit(lambda: adam(FAST), lambda: adam(TEXTBOOK), *jax_runs,
@@ -138,9 +143,9 @@ def main(argv=None):
     print(f"dtype {args.dtype}; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
     jax_steps = [] if args.no_jax else [j for j in [jax_transformer_step()] if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
-    print("JAX: a jit-compiled Adam step of the same model (per position) on one thread, timed "
-          "alternately with ours in this run" if jax_steps else "JAX: not importable here, so "
-          "no side-by-side JAX timing (install jax in the Python running bench.py to get one)")
+    print("JAX: a jit-compiled Adam step of the same algebra (per vocabulary entry) on one thread, "
+          "timed alternately with ours in this run" if jax_steps else "JAX: not importable here, "
+          "so no side-by-side JAX timing (install jax in the Python running bench.py to get one)")
     print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} "
           f"{'% matmul':>9}"
           + (f" {'JAX ms':>9} {'JAX / ours':>10}" if jax_steps else ""))
