@@ -139,12 +139,14 @@ def linear_one(cfg):
                                                                      cfg["steps"]))
     lo, hi = cfg["lo"], cfg["hi"]
     cap99 = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
-    # the 100% criterion is stricter on the same draw, so its capacity is at most cap99
-    cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, lo, cap99,
-                                   cfg["ratio"], widen=1)
+    # the 100% criterion is stricter on the same draw, so its capacity is at most cap99 (which
+    # may lie below lo: the search widened down)
+    cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, min(lo, cap99),
+                                   cap99, cfg["ratio"], widen=1)
     hacc, heb = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
     hebb99 = train.bisect_capacity(lambda N: hacc(N) >= 0.99, 2, max(3, d * d // 2), cfg["ratio"])
-    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, 2, hebb99, cfg["ratio"], widen=1)
+    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, min(2, hebb99), hebb99, cfg["ratio"],
+                                    widen=1)
     return {"cap99": cap99, "cap100": cap100, "hebb99": hebb99, "hebb100": hebb100,
             "lo_fails": trial(cap99)["first99"] is None, "hi_succeeds": cap99 == train.WIDEN * hi,
             "trials": [memo[N] for N in sorted(memo)],
@@ -285,7 +287,8 @@ def facts_one(cfg):
     prompts) and the strict one (every fact on every checked prompt), by bisection on S."""
     trial, memo = train.memoised(lambda S: train.transformer_trial(S, cfg))
     S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
-    S_all = train.bisect_capacity(lambda S: trial(S)["all_facts"], cfg["lo"], S99, 1.0, widen=1)
+    S_all = train.bisect_capacity(lambda S: trial(S)["all_facts"], min(cfg["lo"], S99), S99, 1.0,
+                                  widen=1)                       # S99 may lie below lo
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
     return {"params": P, "S_fresh99": S99, "facts_fresh99": S99 * S99, "S_all": S_all,
             "facts_all": S_all * S_all, "lo_fails": not trial(S99)["fresh99"],

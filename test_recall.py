@@ -309,6 +309,10 @@ def test_bisect_capacity_finds_threshold():
     assert train.bisect_capacity(lambda n: True, 10, 1000) == 64000     # widened to the cap
     got = train.bisect_capacity(lambda n: n <= 500, 10, 1000, ratio=1.05)
     assert 500 / 1.05 <= got <= 500
+    # a nested (stricter) search below a capacity that widened under its bracket's low end
+    r = ex.linear_one({"d": 4, "seed": 0, "lr": 1000.0, "steps": 200, "ratio": 1.1, "lo": 50,
+                       "hi": 60})
+    assert r["cap100"] <= r["cap99"] < 50 and r["hebb100"] <= r["hebb99"]
     seen = []
     twice, cache = train.memoised(lambda n: seen.append(n) or 2 * n)
     assert [twice(3), twice(3), twice(4)] == [6, 6, 8] and seen == [3, 4] and cache == {3: 6, 4: 8}
