@@ -670,10 +670,9 @@ def b_mlp_summary(records):
 B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
                           L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], Nmax=32768, top=32,
                           tau=0.1, q=5.0, n_test=1000, draws=DRAWS["small"], gradinfo_Nmax=4096,
-                          adam_d=[48, 64, 96, 128], adam_draws=5, adam_steps=150, adam_lr=0.02,
-                          adam_Nmax=256),
+                          adam_draws=5, adam_steps=150, adam_lr=0.02, adam_Nmax=256),
                      tiny=dict(V0=32, d0=16, d=[8, 16], d_contrast=32, L=[2, 8], V=[24, 32],
-                               Nmax=512, gradinfo_Nmax=512, draws=3, adam_d=[8, 16],
+                               Nmax=512, gradinfo_Nmax=512, draws=3,
                                adam_draws=2, adam_steps=20, adam_Nmax=64),
                      full=dict(V0=1024, d0=512, d=[32, 48, 64, 96, 128, 192, 256, 384, 512],
                                d_contrast=1024, L=[2, 4, 8, 16, 32, 64, 128, 256],
@@ -684,16 +683,16 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
 
 def b_scaling_configs(g, seed):
     """Three panels: d at (V0, L0), with one d >= V contrast (d_contrast); L at (V0, d0); V at
-    d = V/2, L0.  Three steps (N <= Nmax) and gradient information (N <= gradinfo_Nmax) at
-    every point, Adam at (V0, adam_d, L0) (adam_draws draws, N <= adam_Nmax).  N = 16, 32, ...
+    d = V/2, L0.  At every point three steps (N <= Nmax), gradient information
+    (N <= gradinfo_Nmax) and Adam (adam_draws draws, N <= adam_Nmax).  N = 16, 32, ...
     up to top V^2/d (at saturated attention N* grows as V^2/d, MODEL.md 4.8) and at most those
     tops; an N* beyond prints "-".
     Lmax = the longest L: every point of a draw shares its informative tokens (paired over L)."""
     pts = [(g["V0"], d, g["L0"]) for d in g["d"] + [g["d_contrast"]]]
     pts += [(g["V0"], g["d0"], L) for L in g["L"]] + [(V, V // 2, g["L0"]) for V in g["V"]]
-    runs = [(V, d, L, m, g["draws"], g[k]) for V, d, L in pts
-            for m, k in (("three_step", "Nmax"), ("gradinfo", "gradinfo_Nmax"))]
-    runs += [(g["V0"], d, g["L0"], "adam", g["adam_draws"], g["adam_Nmax"]) for d in g["adam_d"]]
+    runs = [(V, d, L, m, n, g[top]) for V, d, L in pts for m, n, top in (
+        ("three_step", g["draws"], "Nmax"), ("gradinfo", g["draws"], "gradinfo_Nmax"),
+        ("adam", g["adam_draws"], "adam_Nmax"))]
     return [draws_config(V, d, L, [16 * 2 ** k for k in range(24)
                                    if 16 * 2 ** k <= min(top, g["top"] * V * V / d)], seed,
                          n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"], V0=g["V0"],
@@ -757,7 +756,8 @@ def slope_interval(x, boot):
 
 def scaling_points(records, over, method):
     """x, N* (draws as run), its 95% interval (lo, hi), the formula's N* (three steps only,
-    else nan), the bootstrap rows, and which x have d < V (the fitted points)."""
+    else nan), the bootstrap rows, which x have d < V, and which are fitted: d < V and an N*
+    that is not a bound (reached at the first N already)."""
     recs = scaling_panel(records, over, method)
     if not recs:
         return None
@@ -766,8 +766,9 @@ def scaling_points(records, over, method):
     lo, hi = srt[int(0.025 * (len(srt) - 1))], srt[math.ceil(0.975 * (len(srt) - 1))]
     pred = [r["result"].get("predicted_N", math.nan) for r in recs]
     below = np.array([r["config"]["d"] < r["config"]["V"] for r in recs])
+    fit = below & (boot[0] > [r["config"]["Ns"][0] for r in recs])
     return dict(x=np.array([r["config"][over] for r in recs], float), n=boot[0], lo=lo, hi=hi,
-                pred=np.array(pred, float), boot=boot, below=below, recs=recs)
+                pred=np.array(pred, float), boot=boot, below=below, fit=fit, recs=recs)
 
 
 def ceiling(r):
@@ -798,10 +799,11 @@ def scaling_table(records, over):
         lines.append(f"| {r['config'][over]} | {r['config']['d'] / r['config']['V']:.3g}"
                      + "".join(f" | {x}" for x in cells) + f" | {tail} |")
     for m, p in pts.items():
-        s, lo, hi = slope_interval(p["x"][p["below"]], p["boot"][:, p["below"]])
-        k = int(np.isfinite(p["n"][p["below"]]).sum())
-        lines.append(f"{LEARNERS[m]}: " + (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over "
-                                           f"{k} points with d < V" if k > 1 else "no fit"))
+        s, lo, hi = slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
+        k = int(np.isfinite(p["n"][p["fit"]]).sum())
+        fitted = (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
+                  "(bounds left out)")
+        lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit"))
     ok = three["below"] & np.isfinite(three["n"])
     ratio = three["pred"][np.isfinite(three["n"])] / three["n"][np.isfinite(three["n"])]
     close = int(np.sum(abs(np.log(ratio)) <= math.log(1.5)))

@@ -362,7 +362,7 @@ def fig_b_scaling(records, path):
             if p is None or len(p["x"]) < 2:
                 continue
             xs |= set(p["x"])
-            s, lo, hi = ex.slope_interval(p["x"][p["below"]], p["boot"][:, p["below"]])
+            s, lo, hi = ex.slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
             err = np.abs(np.array([p["lo"], p["hi"]]) - p["n"])
             ax.errorbar(p["x"], p["n"], np.where(np.isfinite(err), err, 0), fmt=mk + "-",
                         color=col, ms=4, capsize=2, label=f"{ex.LEARNERS[m]}, slope {s:+.2f} "
