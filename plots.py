@@ -375,8 +375,9 @@ def fig_b_scaling(records, path):
                 if len(capped):
                     ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
                             label=f"three steps: no N* ≤ {top}")
-        ax.axhline(theory.coverage_N(c0["V0"], c0["tau"]), color="gray", ls="--",
-                   label="coverage bound (any learner)" if over == "d" else None)
+        xv = sorted(xs)                                   # the coverage bound depends on V only
+        ax.plot(xv, [theory.coverage_N(x if over == "V" else c0["V0"], c0["tau"]) for x in xv],
+                "--", color="gray", label="coverage bound (any learner)")
         where = {"d": f"V={c0['V0']}, L={c0['L0']}", "L": f"V={c0['V0']}, d={c0['d0']}",
                  "V": f"d=V/2, L={c0['L0']}"}[over]
         ax.set(xscale="log", yscale="log", xlabel=f"${over}$ ({where})",
