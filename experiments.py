@@ -688,6 +688,9 @@ def b_scaling_configs(g, seed):
     up to top V^2/d (at saturated attention N* grows as V^2/d, MODEL.md 4.8) and at most those
     tops; an N* beyond prints "-".
     Lmax = the longest L: every point of a draw shares its informative tokens (paired over L)."""
+    if not 1 / min(g["V"] + [g["V0"]]) < g["tau"] < 1 or g["d_contrast"] < g["V0"]:
+        raise ValueError(f"need 1/V < tau < 1 at every V and d_contrast >= V0; got tau="
+                         f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
     pts = [(g["V0"], d, g["L0"]) for d in g["d"] + [g["d_contrast"]]]
     pts += [(g["V0"], g["d0"], L) for L in g["L"]] + [(V, V // 2, g["L0"]) for V in g["V"]]
     runs = [(V, d, L, m, n, g[top]) for V, d, L in pts for m, n, top in (
@@ -744,14 +747,15 @@ def nstar_bootstrap(recs, resamples=200, seed=0):
 
 
 def slope_interval(x, boot):
-    """Fitted log-log slope of N* against x over the points with an N* on the draws as run, and
-    its 95% bootstrap interval (resamples where one of those points has none are left out)."""
+    """Fitted log-log slope of N* against x over the points with an N* on the draws as run, its
+    95% bootstrap interval, and how many resamples were left out because one of those points
+    had no N* in them (the interval is conditional on the rest)."""
     fit = np.isfinite(boot[0])
     slopes = np.array([theory.loglog_slope(x[fit], row[fit]) if np.isfinite(row[fit]).all()
                        else math.nan for row in boot])
     ok = slopes[1:][np.isfinite(slopes[1:])]
     lo, hi = np.percentile(ok, [2.5, 97.5]) if len(ok) else (math.nan, math.nan)
-    return slopes[0], lo, hi
+    return slopes[0], lo, hi, len(slopes) - 1 - len(ok)
 
 
 def scaling_points(records, over, method):
@@ -787,29 +791,31 @@ def scaling_table(records, over):
     pts = {m: p for m in LEARNERS if (p := scaling_points(records, over, m)) and len(p["x"]) > 1}
     c = records[0]["config"]
     lines = [f"\nN* against {over} (mean accuracy >= {c['tau']:g}; [95% interval, bootstrap over "
-             "draws]; - : not within the N grid)",
+             "draws]; - : not within the N grid; <= : reached at the first N; blank: not run)",
              f"| {over} | d/V | " + " | ".join(LEARNERS[m] for m in pts)
              + " | predicted (three steps) | predicted / measured |", "|---" * (len(pts) + 4) + "|"]
     three = pts["three_step"]
     for i, r in enumerate(three["recs"]):
         cells = [nstar_cell(p, r["config"][over]) for p in pts.values()]
         n, pred = three["n"][i], three["pred"][i]
+        n = n if n > r["config"]["Ns"][0] else math.nan              # a bound: no ratio
         tail = (f"{pred:.0f} | {pred / n:.2f}" if np.isfinite(n) and np.isfinite(pred) else
                 f"{pred:.0f} | -" if np.isfinite(pred) else "- | " + ceiling(r))
         lines.append(f"| {r['config'][over]} | {r['config']['d'] / r['config']['V']:.3g}"
                      + "".join(f" | {x}" for x in cells) + f" | {tail} |")
     for m, p in pts.items():
-        s, lo, hi = slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
+        s, lo, hi, out = slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
         k = int(np.isfinite(p["n"][p["fit"]]).sum())
         fitted = (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
-                  "(bounds left out)")
+                  f"(bounds left out; {out} of {len(p['boot']) - 1} resamples without an N*)")
         lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit"))
-    ok = three["below"] & np.isfinite(three["n"])
-    ratio = three["pred"][np.isfinite(three["n"])] / three["n"][np.isfinite(three["n"])]
-    close = int(np.sum(abs(np.log(ratio)) <= math.log(1.5)))
+    ok = three["fit"] & np.isfinite(three["n"])
+    has = np.isfinite(three["n"]) & (three["n"] > [r["config"]["Ns"][0] for r in three["recs"]])
+    close = int(np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5)))
     lines.append(f"predicted (three steps): N* ~ {over}^"
-                 f"({theory.loglog_slope(three['x'][ok], three['pred'][ok]):+.2f}) over the same"
-                 f" points; predicted / measured within 1.5x at {close} of {len(ratio)} points")
+                 f"({theory.loglog_slope(three['x'][ok], three['pred'][ok]):+.2f}) over the "
+                 f"points three steps' fit uses; predicted / measured within 1.5x at {close} of "
+                 f"{has.sum()} points with a measured N* (d = V included, bounds left out)")
     return "\n".join(lines)
 
 

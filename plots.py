@@ -276,7 +276,8 @@ def fig_b_agree(records, path):
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
         ax.plot([r["gauss"] for r in w], [r["pred"] for r in w], fmt, mfc="none", ms=6,
-                color=col, label="same draws, Gaussian fresh noise" if i == 0 else None)
+                color=col, label="open: the same draws scored with Gaussian fresh noise"
+                if i == 0 else None)
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
            xlim=(0, 1),
            ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
@@ -331,7 +332,7 @@ def fig_b_mlp(records, path):
                         capsize=2, label=lab)
         att = arm(m=None)
         ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k",
-                   alpha=0.1)
+                   alpha=0.1, label="attention only ± 1 sd")
         ax.axhline(att.mean(), color="k", ls="--", label="attention only")
         ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:",
                 label="predicted, + MLP")
@@ -347,34 +348,41 @@ def fig_b_mlp(records, path):
     return fig
 
 
+def scaling_curve(ax, p, name, col, mk):
+    """One learner's N* on one panel (experiments.scaling_points): the d < V points joined, the
+    d >= V contrast open and apart; bars, the 95% bootstrap interval (to the top where it has no
+    upper end); a triangle at the top of the N grid where there is no N*.  Returns that top."""
+    s, lo, hi, _ = ex.slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
+    top, n, b = max(r["config"]["Ns"][-1] for r in p["recs"]), p["n"], p["below"]
+    err = np.nan_to_num(np.array([n - p["lo"], np.where(np.isfinite(p["hi"]), p["hi"], 1e9) - n]))
+    ax.errorbar(p["x"][b], n[b], err[:, b], fmt=mk + "-", color=col, ms=4, capsize=2,
+                label=f"{name}, slope {s:+.2f} [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(s) else name)
+    ax.errorbar(p["x"][~b], n[~b], err[:, ~b], fmt=mk, mfc="w", color=col, ms=8, capsize=2)
+    capped = p["x"][~np.isfinite(n)]
+    if len(capped):
+        ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
+                label=f"{name}: no N* ≤ {top}")
+    return top
+
+
 def fig_b_scaling(records, path):
-    """N* against d, L and V (experiments.scaling_points: where the mean over draws reaches tau,
-    bars: 95% bootstrap interval) of the three learners, the formula's N* dotted, the ceiling's
-    d marked at the top, the d >= V contrast open; every three-step (N, d, L) point at V0
-    against theory.retrieval_snr."""
+    """N* against d, L and V (scaling_curve) of the three learners, the formula's N* dotted and
+    the coverage bound dashed; every three-step (N, d, L) point at V0 against
+    theory.retrieval_snr."""
     c0 = records[0]["config"]
-    fig, axes = plt.subplots(1, 4, figsize=(17.0, 4.6))
+    fig, axes = plt.subplots(1, 4, figsize=(17.0, 4.8))
     styles = {"three_step": ("C0", "o"), "gradinfo": ("C3", "D"), "adam": ("C2", "s")}
     for ax, over in zip(axes, ("d", "L", "V")):
-        xs = set()
+        xs, tops = set(), [1]
         for m, (col, mk) in styles.items():
             p = ex.scaling_points(records, over, m)
             if p is None or len(p["x"]) < 2:
                 continue
             xs |= set(p["x"])
-            s, lo, hi = ex.slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
-            err = np.abs(np.array([p["lo"], p["hi"]]) - p["n"])
-            ax.errorbar(p["x"], p["n"], np.where(np.isfinite(err), err, 0), fmt=mk + "-",
-                        color=col, ms=4, capsize=2, label=f"{ex.LEARNERS[m]}, slope {s:+.2f} "
-                        f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(s) else ex.LEARNERS[m])
-            ax.plot(p["x"][~p["below"]], p["n"][~p["below"]], mk, mfc="w", color=col, ms=8)
+            tops.append(scaling_curve(ax, p, ex.LEARNERS[m], col, mk))
             if m == "three_step":
                 ax.plot(p["x"], p["pred"], ":", color=col, label="predicted (three steps)")
-                top = p["recs"][0]["config"]["Ns"][-1]
-                capped = p["x"][~np.isfinite(p["n"])]
-                if len(capped):
-                    ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
-                            label=f"three steps: no N* ≤ {top}")
+        ax.set_ylim(top=2 * max(tops))
         xv = sorted(xs)                                   # the coverage bound depends on V only
         ax.plot(xv, [theory.coverage_N(x if over == "V" else c0["V0"], c0["tau"]) for x in xv],
                 "--", color="gray", label="coverage bound (any learner)")
@@ -398,8 +406,9 @@ def fig_b_scaling(records, path):
     axes[3].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma$ (typical token)",
                 ylabel=rf"three steps' accuracy at V={c0['V0']} (mean ± sd)")
     axes[3].legend(fontsize="x-small", loc="upper left")
-    fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); open symbols: "
-                 f"the d ≥ V contrast, not fitted", fontsize="small")
+    fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); N*: where the mean "
+                 "accuracy over draws reaches τ; bars: 95% bootstrap interval over draws; open "
+                 "symbols: d ≥ V, not fitted", fontsize="small")
     save_data(path, {"collapse": pts, "rms": rms})
     return fig
 

@@ -995,8 +995,11 @@ def test_nstar_bootstrap_and_slope_interval():
              "result": {"accuracy": [[float(N >= 1000 / x) for N in Ns]] * 4}} for x in (1, 2, 4)]
     boot = ex.nstar_bootstrap(recs, resamples=20)
     assert boot.shape == (21, 3) and np.all(boot == boot[0])
-    s, lo, hi = ex.slope_interval(np.array([1.0, 2, 4]), boot)
-    assert lo == hi == s and abs(s + 1) < 0.2
+    s, lo, hi, out = ex.slope_interval(np.array([1.0, 2, 4]), boot)
+    assert lo == hi == s and abs(s + 1) < 0.2 and out == 0
+    for bad in ("tau=2", "tau=0.01", "d_contrast=4"):          # tau below chance at V = 24
+        r = run_cli("b_scaling", "--scale", "tiny", "--set", bad, "--list")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
 
 
 # ----------------------------------------------------------------------------- homework

@@ -363,7 +363,7 @@ def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32):
         return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws)[0] >= tau
     if not reaches(1e9):
         return math.inf
-    return V if reaches(V) else bisect_log(reaches, V, 1e9, ratio=1.01, at_lo=False)[1]
+    return 1 if reaches(1) else bisect_log(reaches, 1, 1e9, ratio=1.01, at_lo=False)[1]
 
 
 def coverage_N(V, tau):
