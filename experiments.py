@@ -30,12 +30,13 @@ def by_scale(small, **changes):
 # Paper A, Fig. 5: linear attention on one-hot embeddings learns in stages (sequential learning).
 
 FIG5 = by_scale(dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps=8192,
-                     n_test=4096, eval_every=64, dtype="float32"),
-                tiny=dict(lr=0.3, batch=256, steps=2048, n_test=1024, eval_every=32))
+                     n_test=4096, eval_every=64, dtype="float32", seeds=5),
+                tiny=dict(lr=0.3, batch=256, steps=2048, n_test=1024, eval_every=32, seeds=2))
 
 
 def fig5_configs(g, seed):
-    return [dict(g, seed=seed)]
+    """One run per seed (seed, seed + 1, ...): task, test set and batches all follow it."""
+    return [dict(g, seed=s) for s in range(seed, seed + g["seeds"])]
 
 
 def fig5_one(cfg):
@@ -96,14 +97,21 @@ def fig5_stages(curve, n_answers, D):
 
 
 def fig5_summary(records):
-    lines = []
-    for r in records:
+    """One line per seed, then each stage boundary as mean +- sd over the seeds."""
+    lines, ends = [], []
+    for r in sorted(records, key=lambda r: r["config"]["seed"]):
         c, cfg = r["result"], r["config"]
         st = fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"])
+        ends.append((st["plateau"][1], st["hallucination"][1]))
         lines.append(f"fig5 seed {cfg['seed']}: plateau until step {st['plateau'][1]}, "
                      f"hallucination (total loss near ln {cfg['D']}) until step "
                      f"{st['hallucination'][1]}; final total loss {c['total'][-1]:.4f}, test "
                      f"accuracy {c['accuracy'][-1]:.3f}")
+    if len(ends) > 1 and None not in sum(ends, ()):
+        (m1, m2), (s1, s2) = np.mean(ends, 0), np.std(ends, 0, ddof=1)
+        lines.append(f"fig5 over {len(ends)} seeds: plateau until step {m1:.0f} ± {s1:.0f}, "
+                     f"hallucination until step {m2:.0f} ± {s2:.0f} (mean ± sd; the loss is "
+                     f"read every {records[0]['config']['eval_every']} steps)")
     return "\n".join(lines)
 
 

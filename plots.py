@@ -53,11 +53,17 @@ def legend_below(ax, ncol=2, dy=-0.14):
 # ----------------------------------------------------------------------------- paper A
 
 def fig_fig5(records, path):
-    """Total, relation-only and subject-only test losses of linear attention under SGD."""
-    c, cfg = records[0]["result"], records[0]["config"]            # a set holds one run
+    """Total, relation-only and subject-only test losses of linear attention under SGD (the
+    first seed), the other seeds' total loss thin; stages from the boundaries' mean over seeds,
+    each boundary's +-1 sd shaded."""
+    records = sorted(records, key=lambda r: r["config"]["seed"])
+    c, cfg = records[0]["result"], records[0]["config"]
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(c["step"], c["total"], color="k", lw=2.5, label="total loss")
+    for i, r in enumerate(records[1:]):
+        ax.plot(r["result"]["step"], r["result"]["total"], color="0.6", lw=0.8,
+                label="total loss, the other seeds" if i == 0 else None)
+    ax.plot(c["step"], c["total"], color="k", lw=2.5, label=f"total loss, seed {cfg['seed']}")
     ax.plot(c["step"], c["relation"], color="C0", lw=2, ls="--",
             label=r"relation-only: $-\log\sum_{a\in r}p(a)$")
     ax.plot(c["step"], c["subject"], color="C3", lw=2, ls=":",
@@ -65,15 +71,23 @@ def fig_fig5(records, path):
     for v in (n_ans, D):                     # labelled at the right end, where no curve is
         ax.axhline(np.log(v), ls="--", color="gray", lw=1)
         ax.text(c["step"][-1], np.log(v), rf"$\ln {v}$", va="bottom", ha="right", color="gray")
-    stages = ex.fig5_stages(c, n_ans, D)
-    for (label, (a, b)), color in zip(stages.items(), ("gray", "C1", "C2")):
-        if a is not None and b is not None and b > a:
+    ends = np.array([[ex.fig5_stages(r["result"], n_ans, D)[k][1] for k in ("plateau",
+                     "hallucination")] for r in records], float)        # nan: never
+    fin = [e[np.isfinite(e)] for e in ends.T]                      # per boundary, seeds
+    mean = [e.mean() if len(e) else np.nan for e in fin]
+    sd = [e.std(ddof=1) if len(e) > 1 else 0.0 for e in fin]
+    spans = {"plateau": (0, mean[0]), "hallucination": mean, "recall": (mean[1], c["step"][-1])}
+    for (label, (a, b)), color in zip(spans.items(), ("gray", "C1", "C2")):
+        if np.isfinite([a, b]).all() and b > a:
             ax.axvspan(a, b, alpha=0.1, color=color)
             ax.text((a + b) / 2, 0.78, label, ha="center", va="center", fontsize="small",
                     color="0.25", transform=ax.get_xaxis_transform())
+    for m, s in zip(mean, sd):
+        ax.axvspan(m - s, m + s, color="k", alpha=0.12, lw=0)
     ax.set(xlabel="SGD step", ylabel="test loss (nats)")
     ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear "
-                 f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}", fontsize="small")
+                 f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}\nstages from the mean "
+                 f"over {len(records)} seeds; dark: each stage end's ± 1 sd", fontsize="small")
     legend_below(ax)
     return fig
 

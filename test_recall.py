@@ -390,12 +390,12 @@ def test_cli_help_lists_experiments():
 
 
 def test_cli_runs_fig5_and_writes_record(tmp_path):
-    r = run_cli("fig5", "--steps", "20", "--out", str(tmp_path), "--seed", "3")
+    r = run_cli("fig5", "--steps", "20", "--out", str(tmp_path), "--seed", "3", "--set", "seeds=1")
     assert r.returncode == 0, r.stderr
     (rec,), listed = train.load_records(str(tmp_path), "fig5")
     assert rec["config"]["seed"] == 3 and rec["config"]["steps"] == 20
     assert len(rec["result"]["total"]) == 2 and rec["seconds"] >= 0
-    assert listed["scale"] == "small" and listed["set"] == {"steps": 20}
+    assert listed["scale"] == "small" and listed["set"] == {"steps": 20, "seeds": 1}
     assert r.stdout.startswith("fig5 seed 3: plateau until step None")   # the summary's line
 
 
