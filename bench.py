@@ -112,6 +112,17 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     return t_ours, t_naive, flops / t_ours / 1e9, t_jax
 
 
+def bench_linear_attention(B=1024, T=32, dtype=np.float32):   # fig5's SGD step: (ours, textbook)
+    rng = np.random.default_rng(0)
+    task = rc.make_facts(16, 4, 8, rng, T=T, structured=True)           # fig5's task, 32 answers
+    p = {k: rng.standard_normal(s, dtype) / 41 for k, s in [("A", (41, 41)), ("WV", (41, 32))]}
+    data = (p, {"E": np.eye(41, dtype=dtype)}, *rc.sample_facts(task, B, rng))
+    forms = [(rc.linear_attention_forward, rc.linear_attention_backward),
+             (rc.linear_attention_textbook_forward, rc.linear_attention_textbook_backward)]
+    check_same(*(gradient(*f, *data)[1] for f in forms), dtype)
+    return timeit(*(lambda f=f: train.sgd_step(p, gradient(*f, *data)[1], 0.1) for f in forms))
+
+
 # ----------------------------------------------------------------------------- retrieval
 
 def bench_retrieval(V, d, L, N, dtype):
@@ -153,6 +164,9 @@ def main(argv=None):
         t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"
               + "".join(f" {1e3 * x:9.2f} {x / t:9.2f}x" for x in tj))
+    t, tn = bench_linear_attention()
+    print(f"\nfig5 linear attention SGD step, B=1024, T=32, one-hot d=41: ours {1e3 * t:.2f} ms, "
+          f"textbook {1e3 * tn:.2f} ms, speed-up {tn / t:.1f}x")
     print("\nretrieval model, one full-batch gradient (forward + backward), attention only")
     print(f"{'V':>5} {'d':>4} {'L':>3} {'N':>6} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9}")
     for V, d, L, N in [(256, 64, 16, 20000), (1024, 128, 32, 20000), (256, 64, 64, 20000)][

@@ -23,7 +23,7 @@ EXERCISES = {  # N: (the function to write, its tests in test_recall.py)
     2: ("linear_memory_backward", [f"{GRAD}[linear_memory]"]),
     3: ("mlp_memory_backward", [f"{GRAD}[mlp_memory]"]),
     4: ("transformer_textbook_backward", [f"{GRAD}[transformer_textbook]"]),
-    5: ("linear_attention_backward", [f"{GRAD}[linear_attention]"]),
+    5: ("linear_attention_textbook_backward", [f"{GRAD}[linear_attention_textbook]"]),
     6: ("retrieval_textbook_backward", [f"{GRAD}[retrieval_textbook(m={m})]" for m in (None, 7)]),
     7: ("three_step", [f"test_three_step_matches_naive_steps[{m}]" for m in (None, 3)]),
     8: ("solve_n_log_n", ["test_theory_memory_formulas_hand_computed"]),
@@ -33,7 +33,7 @@ EXERCISES = {  # N: (the function to write, its tests in test_recall.py)
 # There a fast X_backward (and its X_forward, for the cache) calls the textbook form the student
 # writes, and three_step_limit calls the student's three_step at eta = 1e-6 (the same argmax).
 WITHHELD = {"transformer_backward": "exercises 3 and 4", "retrieval_backward": "exercises 3 and 6",
-            "three_step_limit": "exercise 7"}
+            "linear_attention_backward": "exercise 5", "three_step_limit": "exercise 7"}
 CALLS = {"three_step_limit": "three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)"}
 NEEDS = {7: [1, 6]}     # an exercise whose tests run these exercises' code
 

@@ -347,19 +347,21 @@ def transformer_backward(dlogits, cache):
 
 # ----------------------------------------------------------------------------- linear attention
 
-def linear_attention_forward(params, fixed, tokens):
+def _linear_attention_inputs(params, fixed, tokens):
+    """Check the linear attention's arguments; return the tokens (B, T)."""
+    E, WV, d = fixed["E"], params.get("WV"), fixed["E"].shape[1]
+    if WV is None or np.ndim(WV) != 2:
+        raise ValueError("linear_attention params['WV'] must be a (d, n_answers) array")
+    _check_params("linear_attention", params, {"A": (d, d), "WV": (d, WV.shape[1])})
+    return _check_tokens("tokens", tokens, len(E), 2)
+
+
+def linear_attention_textbook_forward(params, fixed, tokens):
     """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV.
 
     No softmax, no 1/T; the sum runs over all T positions (EOS included).
     A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T)."""
-    E = fixed["E"]
-    d = E.shape[1]
-    WV = params.get("WV")
-    if WV is None or np.ndim(WV) != 2:
-        raise ValueError("linear_attention params['WV'] must be a (d, n_answers) array")
-    _check_params("linear_attention", params, {"A": (d, d), "WV": (d, WV.shape[1])})
-    tokens = _check_tokens("tokens", tokens, len(E), 2)
-    X = E[tokens]                                # (B, T, d)
+    X = fixed["E"][_linear_attention_inputs(params, fixed, tokens)]   # (B, T, d)
     u = X[:, -1] @ params["A"]                   # (B, d)     x_T A
     s = np.einsum("btd,bd->bt", X, u)            # (B, T)     x_T A x_t^T
     c = np.einsum("bt,btd->bd", s, X)            # (B, d)
@@ -367,13 +369,33 @@ def linear_attention_forward(params, fixed, tokens):
     return logits, (X, s, c, params)
 
 
-def linear_attention_backward(dlogits, cache):  # exercise 5
+def linear_attention_textbook_backward(dlogits, cache):  # exercise 5
     X, s, c, params = cache
     dWV = c.T @ dlogits                          # logits = c WV
     dc = dlogits @ params["WV"].T
     ds = np.einsum("bd,btd->bt", dc, X)          # c = sum_t s_t x_t
     du = np.einsum("bt,btd->bd", ds, X)          # s_t = u . x_t
     return {"A": X[:, -1].T @ du, "WV": dWV}     # u = x_T A
+
+
+def linear_attention_forward(params, fixed, tokens):
+    """`linear_attention_textbook_forward` per vocabulary entry v (tested equal to it): keys and
+    values depend on the token only, so with n[b, v] the count of v in row b and the scores
+    s_bv = x_T A e_v^T (the query token's row of S = E A E^T (V, V)), w = n * s (B, V),
+      c = sum_t (x_T A x_t^T) x_t = sum_v n[b, v] s_bv e_v = w E,   logits = c WV = w (E WV)."""
+    tokens, E = _linear_attention_inputs(params, fixed, tokens), fixed["E"]
+    (B, _), V = tokens.shape, len(E)
+    n = np.zeros((B, V), E.dtype)                                  # (B, V)  token counts
+    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), E.dtype.type(1))
+    w = n * (E @ params["A"] @ E.T)[tokens[:, -1]]                 # (B, V)  n[b, v] s_bv
+    return w @ (E @ params["WV"]), (n, w, E[tokens[:, -1]], E, params)
+
+
+def linear_attention_backward(dlogits, cache):
+    n, w, xT, E, params = cache
+    ds = n * (dlogits @ (E @ params["WV"]).T)                      # logits = w (E WV), w = n s
+    return {"A": (xT.T @ ds) @ E,                                  # s = x_T A E^T
+            "WV": E.T @ (w.T @ dlogits)}                           # c = w E,  logits = c WV
 
 
 # ----------------------------------------------------------------------------- retrieval model

@@ -97,8 +97,10 @@ def small_models(rng):
     out.append(("transformer_textbook", rc.transformer_textbook_forward,
                 rc.transformer_textbook_backward, {k: w.copy() for k, w in p.items()}, fixed,
                 tok, y))
-    out.append(("linear_attention", rc.linear_attention_forward, rc.linear_attention_backward,
-                {"A": n((6, 6)), "WV": n((6, 4))}, {"E": fixed["E"]}, tok, y))
+    p = {"A": n((6, 6)), "WV": n((6, 4))}
+    for form in ("linear_attention", "linear_attention_textbook"):
+        out.append((form, getattr(rc, f"{form}_forward"), getattr(rc, f"{form}_backward"),
+                    {k: w.copy() for k, w in p.items()}, {"E": fixed["E"]}, tok, y))
     for m in (None, 7):
         t = rc.make_retrieval(10, 6, 5, rng, m=m)
         tok, pos, lab = rc.sample_retrieval(t, 8, rng)
@@ -111,8 +113,8 @@ def small_models(rng):
 
 
 MODEL_NAMES = ["linear_memory", "mlp_memory", "transformer", "transformer_textbook",
-               "linear_attention", "retrieval(m=None)", "retrieval_textbook(m=None)",
-               "retrieval(m=7)", "retrieval_textbook(m=7)"]
+               "linear_attention", "linear_attention_textbook", "retrieval(m=None)",
+               "retrieval_textbook(m=None)", "retrieval(m=7)", "retrieval_textbook(m=7)"]
 
 
 @pytest.mark.parametrize("which", range(len(MODEL_NAMES)), ids=MODEL_NAMES)
@@ -181,6 +183,28 @@ def test_fast_transformer_matches_textbook_forward_and_backward(case):
     G = rng.standard_normal(logits.shape)
     grads = rc.transformer_backward(G, cache)
     ref_grads = rc.transformer_textbook_backward(G, ref_cache)
+    assert set(grads) == set(ref_grads) == set(p)
+    for k in p:
+        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+@pytest.mark.parametrize("kind", ["onehot", "gaussian"])
+def test_fast_linear_attention_matches_textbook_forward_and_backward(kind):
+    """Counts per vocabulary entry against the sum over positions: tokens repeated within a row,
+    rows ending in different query tokens, one-hot (d = vocab, as in fig5) or Gaussian (d < vocab)
+    embeddings, float64."""
+    rng = np.random.default_rng(5)
+    V, d = 11, 11 if kind == "onehot" else 6
+    fixed = {"E": rc.embeddings(V, d, rng, kind)}
+    p = {"A": rng.standard_normal((d, d)), "WV": rng.standard_normal((d, 5))}
+    tok = rng.integers(0, V, (9, 7))
+    tok[:4, :3] = tok[:4, -1:]                     # the query token repeated in its row
+    logits, cache = rc.linear_attention_forward(p, fixed, tok)
+    ref, ref_cache = rc.linear_attention_textbook_forward(p, fixed, tok)
+    np.testing.assert_allclose(logits, ref, rtol=1e-10, atol=1e-12)
+    G = rng.standard_normal(logits.shape)
+    grads = rc.linear_attention_backward(G, cache)
+    ref_grads = rc.linear_attention_textbook_backward(G, ref_cache)
     assert set(grads) == set(ref_grads) == set(p)
     for k in p:
         np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
@@ -1081,12 +1105,14 @@ def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp
                      r"W1 (\S+), b1 (\S+), W2 (\S+)\)", lines[2])
     assert m and float(m[2]) > 1e-2 and float(m[3]) < 1e-6, lines     # b1 is wrong, W2 right
     assert lines[6] == "exercise 7 three_step: failed (uses exercise 1, which is not attempted yet)"
-    for name in ("cross_entropy", "transformer_textbook_backward", "retrieval_textbook_backward"):
+    for name in ("cross_entropy", "transformer_textbook_backward", "retrieval_textbook_backward",
+                 "linear_attention_textbook_backward"):
         _paste(copy, "recall.py", name)
     code, lines = _check(copy, "7")     # on exercise 1 and, through retrieval_backward, 6
     assert code == 0 and re.fullmatch(r"exercise 7 three_step: passed \(relative error "
                                       r"WKQ \S+, WV \S+\)", lines[0]), lines
     fast = ["test_fast_transformer_matches_textbook_forward_and_backward",
+            "test_fast_linear_attention_matches_textbook_forward_and_backward",
             "test_retrieval_fast_and_textbook_match_naive_loops"]
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         *(f"test_recall.py::{t}" for t in fast)],
