@@ -85,15 +85,12 @@ def fig5_losses(logits, y, D):
 def fig5_stages(curve, n_answers, D):
     """Stage boundaries read off the curve: the plateau ends when the total loss first drops
     below the midpoint of ln(n_answers) and ln D; the hallucination stage (relation known,
-    subject not: total loss near ln D) ends when it first drops below ln(D)/2."""
+    subject not: total loss near ln D) ends when it first drops below ln(D)/2.  Returns the two
+    ends, None where the loss never drops that far."""
     step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
-
-    def first_below(th):
-        i = np.flatnonzero(tot < th)
-        return int(step[i[0]]) if len(i) else None
-    t1 = first_below((np.log(n_answers) + np.log(D)) / 2)
-    t2 = first_below(np.log(D) / 2)
-    return {"plateau": (0, t1), "hallucination": (t1, t2), "recall": (t2, int(step[-1]))}
+    below = [np.flatnonzero(tot < th) for th in ((np.log(n_answers) + np.log(D)) / 2,
+                                                 np.log(D) / 2)]
+    return tuple(int(step[i[0]]) if len(i) else None for i in below)
 
 
 def fig5_summary(records):
@@ -101,11 +98,10 @@ def fig5_summary(records):
     lines, ends = [], []
     for r in sorted(records, key=lambda r: r["config"]["seed"]):
         c, cfg = r["result"], r["config"]
-        st = fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"])
-        ends.append((st["plateau"][1], st["hallucination"][1]))
-        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {st['plateau'][1]}, "
+        ends.append(fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"]))
+        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {ends[-1][0]}, "
                      f"hallucination (total loss near ln {cfg['D']}) until step "
-                     f"{st['hallucination'][1]}; final total loss {c['total'][-1]:.4f}, test "
+                     f"{ends[-1][1]}; final total loss {c['total'][-1]:.4f}, test "
                      f"accuracy {c['accuracy'][-1]:.3f}")
     if len(ends) > 1 and None not in sum(ends, ()):
         (m1, m2), (s1, s2) = np.mean(ends, 0), np.std(ends, 0, ddof=1)
@@ -482,12 +478,6 @@ def gaussian_fresh_accuracy(logits, labels):
     return float(np.exp(np.where(np.isnan(W), 0.0, lp).sum(1)).mean())
 
 
-def accuracies(records, **match):
-    """Ns and the accuracies (draws, len(Ns)) of the one record whose config matches."""
-    r = next(r for r in records if all(r["config"].get(k) == v for k, v in match.items()))
-    return np.array(r["config"]["Ns"]), np.array(r["result"]["accuracy"])
-
-
 def paired_table(base, records, name, against):
     """Per record and N: attention, accuracy mean +- sd over draws and the paired difference
     record - base (mean +- sd over draws, standard error); the records share their draws."""
@@ -503,10 +493,6 @@ def paired_table(base, records, name, against):
                          f"{acc[:, j].std(ddof=1):.3f} | {x.mean():+.3f} ± {x.std(ddof=1):.3f} | "
                          f"{x.std(ddof=1) / np.sqrt(len(x)):.3f} |")
     return "\n".join(lines)
-
-
-def geom(lo, hi, n):
-    return [int(round(x)) for x in np.geomspace(lo, hi, n)]
 
 
 # ----------------------------------------------------------------------------- b_agree
@@ -625,7 +611,8 @@ B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
 
 
 def b_embed_configs(g, seed):
-    V, Ns = g["V"], geom(g["V"], 64 * g["V"], g["n_N"])
+    V = g["V"]
+    Ns = [int(round(x)) for x in np.geomspace(V, 64 * V, g["n_N"])]
     return [draws_config(V, d, g["L"], Ns, seed, g["draws"], q=g["q"], kind=kind) for d, kind in
             ((V + 2, "onehot"), (V // 4, "gaussian"), (V // 2, "gaussian"), (V + 2, "gaussian"))]
 

@@ -41,11 +41,6 @@ def save_data(path, data):
     train.save_json(os.path.splitext(path)[0] + ".json", data)
 
 
-def slope(value):
-    """', slope +0.43' for a legend, or nothing when one point leaves the slope undefined."""
-    return "" if np.isnan(value) else f", slope {value:+.2f}"
-
-
 def legend_below(ax, ncol=2, dy=-0.14):
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
 
@@ -71,8 +66,7 @@ def fig_fig5(records, path):
     for v in (n_ans, D):                     # labelled at the right end, where no curve is
         ax.axhline(np.log(v), ls="--", color="gray", lw=1)
         ax.text(c["step"][-1], np.log(v), rf"$\ln {v}$", va="bottom", ha="right", color="gray")
-    ends = np.array([[ex.fig5_stages(r["result"], n_ans, D)[k][1] for k in ("plateau",
-                     "hallucination")] for r in records], float)        # nan: never
+    ends = np.array([ex.fig5_stages(r["result"], n_ans, D) for r in records], float)  # nan: never
     fin = [e[np.isfinite(e)] for e in ends.T]                      # per boundary, seeds
     mean = [e.mean() if len(e) else np.nan for e in fin]
     sd = [e.std(ddof=1) if len(e) > 1 else 0.0 for e in fin]
@@ -178,10 +172,11 @@ def fig_facts(records, path):
             ("facts_fresh99", "C0", "o", r"$\geq 99\%$ on 1024 fresh prompts (paper)"),
             ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
         F, f = np.array([r["result"][key] for r in records]), fits.get(key, {})
+        s = f.get("loglog_slope", np.nan)                # no slope named where it is undefined
         bound = np.array([key == "facts_all" and ex.strict_bound(r["result"]) for r in records])
         ax.scatter(P[~bound], F[~bound], color=color, marker=marker, s=36, zorder=3,
                    label=f"{label}: {f.get('facts_per_param', np.nan):.3f} facts/param"
-                         + slope(f.get("loglog_slope", np.nan)))
+                         + ("" if np.isnan(s) else f", slope {s:+.2f}"))
         if bound.any():   # failed even at the smallest S tried: an upper bound
             ax.scatter(P[bound], F[bound], color=color, marker="v", s=36, zorder=3,
                        label="strict criterion failed at the smallest S tried (at most)")
@@ -196,7 +191,7 @@ def fig_facts(records, path):
                     bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp, D = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20), records[0]["config"]["D"]
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    ax.plot(pp, [theory.facts_information_bound(v, D) for v in pp], "-", color="gray", lw=1,
+    ax.plot(pp, [theory.counting_bound_N(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
     ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$",
            ylabel=r"facts stored $S\cdot R$")
@@ -264,17 +259,6 @@ def fig_tradeoff(records, path):
 
 # ----------------------------------------------------------------------------- paper B
 
-def draws_stats(rec):
-    """Ns, mean and sd over the draws of one experiments.draws_one record."""
-    v = np.array(rec["result"]["accuracy"])                       # (draws, len(Ns))
-    return np.array(rec["config"]["Ns"]), v.mean(0), v.std(0, ddof=1)
-
-
-def sd_band(ax, x, mean, sd, color, label, fmt="o-"):
-    ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
-    ax.plot(x, mean, fmt, color=color, ms=3, label=label)
-
-
 def fig_b_agree(records, path):
     """Predicted against measured accuracy: mean over draws with +-1 sd bars both ways
     (experiments.agreement_rows; predicted with the frozen label bias)."""
@@ -307,10 +291,12 @@ def fig_b_embed(records, path):
     records = sorted(records, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
     for i, r in enumerate(records):
         c = r["config"]
-        N, acc, sd = draws_stats(r)
+        v = np.array(r["result"]["accuracy"])                     # (draws, len(Ns))
+        N, acc, sd = np.array(c["Ns"]), v.mean(0), v.std(0, ddof=1)
         onehot = c["kind"] == "onehot"
         col = "k" if onehot else f"C{i}"
-        sd_band(ax, N, acc, sd, col, f"one-hot, $d=V+2={c['d']}$" if onehot
+        ax.fill_between(N, acc - sd, acc + sd, color=col, alpha=0.15, lw=0)
+        ax.plot(N, acc, "o-", color=col, ms=3, label=f"one-hot, $d=V+2={c['d']}$" if onehot
                 else f"random, $d={c['d']}$")
         if not onehot:
             Nf = np.geomspace(N[0], N[-1], 8)
@@ -336,8 +322,10 @@ def fig_b_mlp(records, path):
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True,
                              squeeze=False)
     for ax, d in zip(axes[0], ds):
-        def arm(**match):                                          # (draws,)
-            return ex.accuracies(records, method="three_step", d=d, **match)[1][:, 0]
+        def arm(**match):                           # the matching record's accuracies (draws,)
+            r = next(r for r in records if all(r["config"].get(k) == v
+                                               for k, v in dict(match, d=d).items()))
+            return np.array(r["result"]["accuracy"])[:, 0]
         ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
@@ -429,26 +417,24 @@ def fig_b_scaling(records, path):
 
 # ----------------------------------------------------------------------------- command line
 
-# name -> (figure function, the experiment whose records it draws, default file name)
-FIGURES = {name: (globals()[f"fig_{name}"], name, f"{name}.png") for name in ex.EXPERIMENTS}
-FIGURES["fig5"] = (fig_fig5, "fig5", "fig5_sequential.png")
+FIGURES = {name: globals()[f"fig_{name}"] for name in ex.EXPERIMENTS}   # name -> fig_<name>
 
 
 def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     """Draw figure `name` from the last run at `scale` (None: the newest) in `results`; returns
     the file written.  FileNotFoundError if there is nothing to draw."""
-    fn, source, default = FIGURES[name]
-    records, listed = train.load_records(results, source, scale)
+    records, listed = train.load_records(results, name, scale)
     if not records:
-        run = f"python train.py {source}" + (f" --scale {scale}" if scale else "") + (
+        run = f"python train.py {name}" + (f" --scale {scale}" if scale else "") + (
             f" --out {results}" if results != train.RESULTS else "")
         raise FileNotFoundError(f"nothing to draw for {name} at scale {scale or 'any'} in "
-                                f"{results}/{source}/: run `{run}` first")
+                                f"{results}/{name}/: run `{run}` first")
     folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
+    default = "fig5_sequential.png" if name == "fig5" else f"{name}.png"
     path = path or os.path.join(folder, default)
     path += "" if os.path.splitext(path)[1] else ".png"          # what savefig writes
     with plt.rc_context(TALK if talk else STYLE):
-        fig = fn(records, path)
+        fig = FIGURES[name](records, path)
         header(fig, listed, records)
         if talk:
             fig.set_size_inches(fig.get_size_inches() * TALK_SIZE)

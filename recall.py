@@ -146,7 +146,6 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
             "z_trig": z_trig, "z_eos": z_eos, "perm": rng.permutation(V)}
     if m is not None:
         m = _check_int("m", m)
-        task["m"] = m
         task["W_mlp"] = rng.standard_normal((d, m)) / np.sqrt(d)
     return task
 

@@ -500,7 +500,6 @@ def test_theory_memory_formulas_hand_computed():
     assert theory.transformer_params(32, 8, 4, 32) == 4 * 8 * 4 * 32 + 2 * 32 * 32   # 6144
     assert theory.counting_bound_N(1024) == pytest.approx(256.0)          # 256 log2 256 = 2048
     assert theory.counting_bound_N(60, M=8) == pytest.approx(40.0)                 # 2 * 60 / 3
-    assert theory.facts_information_bound(300, 8) == pytest.approx(200.0)
     assert theory.fit_constant([1, 2], [2, 8]) == pytest.approx(math.sqrt(8))     # geomean(2, 4)
     with pytest.raises(ValueError):
         theory.fit_constant([1, 0], [1, 1])

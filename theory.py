@@ -58,15 +58,11 @@ def mlp_reference_N(md, regime):
 
 def counting_bound_N(params, M=None, bits=GARDNER_BITS):
     """[counting + Gardner] The largest N whose map fits into params parameters at `bits` bits
-    each: N log2 M = bits * params; with M=None the classes are the items (M = N)."""
+    each: N log2 M = bits * params; with M=None the classes are the items (M = N).  Facts of
+    paper A: N = S R facts, M = D answers, S R log2 D <= bits params."""
     if M is None:
         return solve_n_log_n(bits * params * math.log(2))
     return bits * params / math.log2(M)
-
-
-def facts_information_bound(params, D, bits=GARDNER_BITS):
-    """[counting] Facts storable if each parameter holds `bits` bits: S R log2 D <= bits params."""
-    return bits * params / math.log2(D)
 
 
 def fit_constant(x, y):
