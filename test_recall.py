@@ -161,6 +161,20 @@ def naive_retrieval(params, fixed, tokens, pos):
     return np.array(out)
 
 
+def assert_forms_match(model, p, fixed, x, rng):
+    """recall's fast <model>_forward/backward against <model>_textbook_*: logits and every
+    gradient (at a random upstream gradient) to 1e-10."""
+    logits, cache = getattr(rc, f"{model}_forward")(p, fixed, x)
+    ref, ref_cache = getattr(rc, f"{model}_textbook_forward")(p, fixed, x)
+    np.testing.assert_allclose(logits, ref, rtol=1e-10, atol=1e-12)
+    G = rng.standard_normal(logits.shape)
+    grads = getattr(rc, f"{model}_backward")(G, cache)
+    ref_grads = getattr(rc, f"{model}_textbook_backward")(G, ref_cache)
+    assert set(grads) == set(ref_grads) == set(p)
+    for k in p:
+        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
+
+
 @pytest.mark.parametrize("case", ["eos", "other query tokens", "underflow"])
 def test_fast_transformer_matches_textbook_forward_and_backward(case):
     """Rows ending in EOS (one query token); rows ending in other tokens (the loop over distinct
@@ -177,15 +191,7 @@ def test_fast_transformer_matches_textbook_forward_and_backward(case):
     if case == "underflow":
         p["WQ"], p["WK"] = p["WQ"] * 30, p["WK"] * 30
         assert len(rc.transformer_forward(p, fixed, tok)[1]) == 11      # the textbook cache
-    logits, cache = rc.transformer_forward(p, fixed, tok)
-    ref, ref_cache = rc.transformer_textbook_forward(p, fixed, tok)
-    np.testing.assert_allclose(logits, ref, rtol=1e-10, atol=1e-12)
-    G = rng.standard_normal(logits.shape)
-    grads = rc.transformer_backward(G, cache)
-    ref_grads = rc.transformer_textbook_backward(G, ref_cache)
-    assert set(grads) == set(ref_grads) == set(p)
-    for k in p:
-        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
+    assert_forms_match("transformer", p, fixed, tok, rng)
 
 
 @pytest.mark.parametrize("kind", ["onehot", "gaussian"])
@@ -199,15 +205,7 @@ def test_fast_linear_attention_matches_textbook_forward_and_backward(kind):
     p = {"A": rng.standard_normal((d, d)), "WV": rng.standard_normal((d, 5))}
     tok = rng.integers(0, V, (9, 7))
     tok[:4, :3] = tok[:4, -1:]                     # the query token repeated in its row
-    logits, cache = rc.linear_attention_forward(p, fixed, tok)
-    ref, ref_cache = rc.linear_attention_textbook_forward(p, fixed, tok)
-    np.testing.assert_allclose(logits, ref, rtol=1e-10, atol=1e-12)
-    G = rng.standard_normal(logits.shape)
-    grads = rc.linear_attention_backward(G, cache)
-    ref_grads = rc.linear_attention_textbook_backward(G, ref_cache)
-    assert set(grads) == set(ref_grads) == set(p)
-    for k in p:
-        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
+    assert_forms_match("linear_attention", p, fixed, tok, rng)
 
 
 @pytest.mark.parametrize("m", [None, 9])
