@@ -112,7 +112,7 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     return t_ours, t_naive, flops / t_ours / 1e9, t_jax
 
 
-def bench_linear_attention(B=1024, T=32, dtype=np.float32):   # fig5's SGD step: (ours, textbook)
+def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours, textbook)
     rng = np.random.default_rng(0)
     task = rc.make_facts(16, 4, 8, rng, T=T, structured=True)           # fig5's task, 32 answers
     p = {k: rng.standard_normal(s, dtype) / 41 for k, s in [("A", (41, 41)), ("WV", (41, 32))]}
@@ -155,8 +155,9 @@ def main(argv=None):
     jax_steps = [] if args.no_jax else [j for j in [jax_transformer_step()] if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
     print("JAX: a jit-compiled Adam step of the same algebra (per vocabulary entry) on one thread, "
-          "timed alternately with ours in this run" if jax_steps else "JAX: not importable here, "
-          "so no side-by-side JAX timing (install jax in the Python running bench.py to get one)")
+          "timed alternately with ours in this run" if jax_steps else "JAX: skipped (--no-jax)"
+          if args.no_jax else "JAX: not importable here, so no side-by-side JAX timing (install "
+          "jax in the Python running bench.py to get one)")
     print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} "
           f"{'% matmul':>9}"
           + (f" {'JAX ms':>9} {'JAX / ours':>10}" if jax_steps else ""))
@@ -164,7 +165,7 @@ def main(argv=None):
         t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"
               + "".join(f" {1e3 * x:9.2f} {x / t:9.2f}x" for x in tj))
-    t, tn = bench_linear_attention()
+    t, tn = bench_linear_attention(dtype)
     print(f"\nfig5 linear attention SGD step, B=1024, T=32, one-hot d=41: ours {1e3 * t:.2f} ms, "
           f"textbook {1e3 * tn:.2f} ms, speed-up {tn / t:.1f}x")
     print("\nretrieval model, one full-batch gradient (forward + backward), attention only")
