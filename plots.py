@@ -353,7 +353,8 @@ def fig_b_mlp(records, path):
 def scaling_curve(ax, p, name, col, mk):
     """One learner's N* on one panel (experiments.scaling_points): the d < V points joined, the
     d >= V contrast open and apart; bars, the 95% bootstrap interval (to the top where it has no
-    upper end); a triangle at the top of the N grid where there is no N*.  Returns that top."""
+    upper end); a triangle at the top of the N grid where there is no N*, an open one where N*
+    is a bound (reached at the first N).  Returns that top."""
     s, lo, hi, _ = ex.slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
     top, n, b = max(r["config"]["Ns"][-1] for r in p["recs"]), p["n"], p["below"]
     err = np.nan_to_num(np.array([n - p["lo"], np.where(np.isfinite(p["hi"]), p["hi"], 1e9) - n]))
@@ -364,6 +365,10 @@ def scaling_curve(ax, p, name, col, mk):
     if len(capped):
         ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
                 label=f"{name}: no N* ≤ {top}")
+    bound = ~p["fit"] & b & np.isfinite(n)                  # reached at the first N: at most
+    if bound.any():
+        ax.plot(p["x"][bound], n[bound], "v", mfc="w", color=col, ms=8,
+                label=f"{name}: reached at the first N (N* at most this)")
     return top
 
 
@@ -384,14 +389,14 @@ def fig_b_scaling(records, path):
             tops.append(scaling_curve(ax, p, ex.LEARNERS[m], col, mk))
             if m == "three_step":
                 ax.plot(p["x"], p["pred"], ":", color=col, label="predicted (three steps)")
-        ax.set_ylim(top=2 * max(tops))
         xv = sorted(xs)                                   # the coverage bound depends on V only
-        ax.plot(xv, [theory.coverage_N(x if over == "V" else c0["V0"], c0["tau"]) for x in xv],
-                "--", color="gray", label="coverage bound (any learner)")
+        cover = [theory.coverage_N(x if over == "V" else c0["V0"], c0["tau"]) for x in xv]
+        ax.plot(xv, cover, "--", color="gray", label="coverage bound (any learner)")
         where = {"d": f"V={c0['V0']}, L={c0['L0']}", "L": f"V={c0['V0']}, d={c0['d0']}",
                  "V": f"d=V/2, L={c0['L0']}"}[over]
         ax.set(xscale="log", yscale="log", xlabel=f"${over}$ ({where})",
                ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})")
+        ax.set_ylim(0.5 * min(cover), 2 * max(tops))    # open-ended bars run off the top
         ax.set_xticks(sorted(xs), [f"{x:g}" for x in sorted(xs)])
         ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
