@@ -1007,6 +1007,13 @@ def test_scaling_tiny(tmp_path, capsys):
     assert all(f"N* against {x}" in out for x in "dLV") and "over 2 points with d < V" in out
     path = plots.draw("b_scaling", str(tmp_path), path=str(tmp_path / "b_scaling.png"))
     assert os.path.getsize(path) > 1000
+    fig = plots.fig_b_scaling(recs, str(tmp_path / "again.png"))
+    for ax in fig.axes[:3]:                        # every drawn N* inside its log axis's range
+        lo, hi = ax.get_ylim()                     # (the bars' caps may run off the top)
+        ys = np.concatenate([c.lines[0].get_ydata() for c in ax.containers]).astype(float)
+        ys = ys[np.isfinite(ys)]
+        assert ax.get_yscale() == "log" and 0 < lo and len(ys) and (lo <= ys).all()
+        assert (ys <= hi).all() and hi / lo < 1e5
 
 
 def test_nstar_bootstrap_and_slope_interval():
