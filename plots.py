@@ -65,7 +65,8 @@ def fig_fig5(records, path):
             label=r"subject-only: $-\log\sum_{a\equiv y \,(\mathrm{mod}\,D)}p(a)$")
     for v in (n_ans, D):                     # labelled at the right end, where no curve is
         ax.axhline(np.log(v), ls="--", color="gray", lw=1)
-        ax.text(c["step"][-1], np.log(v), rf"$\ln {v}$", va="bottom", ha="right", color="gray")
+        ax.text(0.99 * c["step"][-1], np.log(v), rf"$\ln {v}$", va="top", ha="right",
+                color="gray")                        # under its line, inside the frame
     ends = np.array([ex.fig5_stages(r["result"], n_ans, D) for r in records], float)  # nan: never
     fin = [e[np.isfinite(e)] for e in ends.T]                      # per boundary, seeds
     mean = [e.mean() if len(e) else np.nan for e in fin]
@@ -81,8 +82,9 @@ def fig_fig5(records, path):
     ax.set(xlabel="SGD step", ylabel="test loss (nats)")
     ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear "
                  f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}\nstages from the mean "
-                 f"over {len(records)} seeds; dark: each stage end's ± 1 sd", fontsize="small")
-    legend_below(ax)
+                 f"over {len(records)} seeds (stage ends ± 1 sd shaded dark; sd {sd[0]:.0f} and "
+                 f"{sd[1]:.0f} steps)", fontsize="small")
+    legend_below(ax, dy=-0.17)
     return fig
 
 
@@ -411,11 +413,12 @@ def fig_b_scaling(records, path):
     for L in Ls:
         axes[3].plot([], [], "o", color=colour[L], label=f"$L={L}$")
     axes[3].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma$ (typical token)",
-                ylabel=rf"three steps' accuracy at V={c0['V0']} (mean ± sd)")
+                ylabel=rf"accuracy, three steps, V={c0['V0']}")
     axes[3].legend(fontsize="x-small", loc="upper left")
     fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); N*: where the mean "
-                 "accuracy over draws reaches τ; bars: 95% bootstrap interval over draws; open "
-                 "symbols: d ≥ V, not fitted", fontsize="small")
+                 "accuracy over draws reaches τ; bars: 95% bootstrap interval over draws; large "
+                 "open circle, diamond, square: d ≥ V, not fitted; open triangle: a bound",
+                 fontsize="small")
     save_data(path, {"collapse": pts, "rms": rms})
     return fig
 
