@@ -115,8 +115,9 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
 def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours, textbook)
     rng = np.random.default_rng(0)
     task = rc.make_facts(16, 4, 8, rng, T=T, structured=True)           # fig5's task, 32 answers
-    p = {k: rng.standard_normal(s, dtype) / 41 for k, s in [("A", (41, 41)), ("WV", (41, 32))]}
-    data = (p, {"E": np.eye(41, dtype=dtype)}, *rc.sample_facts(task, B, rng))
+    d, n_ans = task["vocab"], task["n_answers"]                       # one-hot: d = 41, 32
+    p = {k: rng.standard_normal(s, dtype) / d for k, s in [("A", (d, d)), ("WV", (d, n_ans))]}
+    data = (p, {"E": np.eye(d, dtype=dtype)}, *rc.sample_facts(task, B, rng))
     forms = [(rc.linear_attention_forward, rc.linear_attention_backward),
              (rc.linear_attention_textbook_forward, rc.linear_attention_textbook_backward)]
     check_same(*(gradient(*f, *data)[1] for f in forms), dtype)

