@@ -531,8 +531,9 @@ def b_agree_configs(g, seed):
     1/sqrt(2 (n - 1)) of it (9% at 60); DRAWS at the hidden points."""
     pts = [(p, False, g["draws"]) for p in g["points"]]
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
+    version = theory_version()
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p["q"], m=p["m"],
-                         n_test=g["n_test"], theory=theory_version(), gaussian=True,
+                         n_test=g["n_test"], theory=version, gaussian=True,
                          bias_draws=g["bias_draws"], hidden=hidden) for p, hidden, n in pts]
 
 
@@ -688,6 +689,7 @@ def b_scaling_configs(g, seed):
                          f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
     pts = [(g["V0"], d, g["L0"]) for d in g["d"] + [g["d_contrast"]]]
     pts += [(g["V0"], g["d0"], L) for L in g["L"]] + [(V, V // 2, g["L0"]) for V in g["V"]]
+    version = theory_version()                  # three steps' records store the formula's N*
     runs = [(V, d, L, m, n, g[top]) for V, d, L in pts for m, n, top in (
         ("three_step", g["draws"], "Nmax"), ("gradinfo", g["draws"], "gradinfo_Nmax"),
         ("adam", g["adam_draws"], "adam_Nmax"))]
@@ -696,7 +698,7 @@ def b_scaling_configs(g, seed):
                          n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"], V0=g["V0"],
                          d0=g["d0"], L0=g["L0"], steps=g["adam_steps"], lr=g["adam_lr"],
                          Lmax=max(g["L"] + [g["L0"]]),
-                         theory=theory_version() if m == "three_step" else None)
+                         theory=version if m == "three_step" else None)
             for V, d, L, m, n, top in runs]
 
 
@@ -737,8 +739,9 @@ def nstar_bootstrap(recs, resamples=200, seed=0):
     resamples of the draws with replacement, the same resample for every record."""
     rng, n = np.random.default_rng(seed), min(r["config"]["draws"] for r in recs)
     picks = [np.arange(n)] + [rng.integers(0, n, n) for _ in range(resamples)]
-    return np.array([[crossing(r["config"]["Ns"], np.array(r["result"]["accuracy"])[k].mean(0),
-                               r["config"]["tau"]) or np.nan for r in recs] for k in picks])
+    acc = [np.array(r["result"]["accuracy"]) for r in recs]      # (draws, len(Ns)) each
+    return np.array([[crossing(r["config"]["Ns"], A[k].mean(0), r["config"]["tau"]) or np.nan
+                      for r, A in zip(recs, acc)] for k in picks])
 
 
 def slope_interval(x, boot):
@@ -755,8 +758,8 @@ def slope_interval(x, boot):
 
 def scaling_points(records, over, method):
     """x, N* (draws as run), its 95% interval (lo, hi), the formula's N* (three steps only,
-    else nan), the bootstrap rows, which x have d < V, and which are fitted: d < V and an N*
-    that is not a bound (reached at the first N already)."""
+    else nan), the bootstrap rows, which x have d < V, which N* are bounds (reached at the first
+    N already), and which are fitted: d < V and an N* that is not a bound."""
     recs = scaling_panel(records, over, method)
     if not recs:
         return None
@@ -765,9 +768,10 @@ def scaling_points(records, over, method):
     lo, hi = srt[int(0.025 * (len(srt) - 1))], srt[math.ceil(0.975 * (len(srt) - 1))]
     pred = [r["result"].get("predicted_N", math.nan) for r in recs]
     below = np.array([r["config"]["d"] < r["config"]["V"] for r in recs])
-    fit = below & (boot[0] > [r["config"]["Ns"][0] for r in recs])
+    bound = boot[0] == [r["config"]["Ns"][0] for r in recs]
     return dict(x=np.array([r["config"][over] for r in recs], float), n=boot[0], lo=lo, hi=hi,
-                pred=np.array(pred, float), boot=boot, below=below, fit=fit, recs=recs)
+                pred=np.array(pred, float), boot=boot, below=below, bound=bound,
+                fit=below & ~bound & np.isfinite(boot[0]), recs=recs)
 
 
 def ceiling(r):
@@ -793,7 +797,7 @@ def scaling_table(records, over):
     for i, r in enumerate(three["recs"]):
         cells = [nstar_cell(p, r["config"][over]) for p in pts.values()]
         n, pred = three["n"][i], three["pred"][i]
-        n = n if n > r["config"]["Ns"][0] else math.nan              # a bound: no ratio
+        n = math.nan if three["bound"][i] else n                     # a bound: no ratio
         tail = (f"{pred:.0f} | {pred / n:.2f}" if np.isfinite(n) and np.isfinite(pred) else
                 f"{pred:.0f} | -" if np.isfinite(pred) else "- | " + ceiling(r))
         lines.append(f"| {r['config'][over]} | {r['config']['d'] / r['config']['V']:.3g}"
@@ -804,8 +808,8 @@ def scaling_table(records, over):
         fitted = (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
                   f"(bounds left out; {out} of {len(p['boot']) - 1} resamples without an N*)")
         lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit"))
-    ok = three["fit"] & np.isfinite(three["n"])
-    has = np.isfinite(three["n"]) & (three["n"] > [r["config"]["Ns"][0] for r in three["recs"]])
+    ok = three["fit"]
+    has = np.isfinite(three["n"]) & ~three["bound"]
     close = int(np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5)))
     lines.append(f"predicted (three steps): N* ~ {over}^"
                  f"({theory.loglog_slope(three['x'][ok], three['pred'][ok]):+.2f}) over the "
@@ -821,8 +825,8 @@ def nstar_cell(p, x):
         return ""
     n, lo, hi = p["n"][j[0]], p["lo"][j[0]], p["hi"][j[0]]
     f = lambda v: f"{v:.0f}" if np.isfinite(v) else "-"          # noqa: E731
-    first = p["recs"][j[0]]["config"]["Ns"][0]                    # reached at once: a bound
-    return "-" if not np.isfinite(n) else f"{'<= ' * bool(n == first)}{f(n)} [{f(lo)}, {f(hi)}]"
+    at_most = "<= " if p["bound"][j[0]] else ""                    # reached at once: a bound
+    return "-" if not np.isfinite(n) else f"{at_most}{f(n)} [{f(lo)}, {f(hi)}]"
 
 
 def collapse_points(records):

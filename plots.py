@@ -367,7 +367,7 @@ def scaling_curve(ax, p, name, col, mk):
     if len(capped):
         ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
                 label=f"{name}: no N* ≤ {top}")
-    bound = ~p["fit"] & b & np.isfinite(n)                  # reached at the first N: at most
+    bound = p["bound"] & b                                   # reached at the first N: at most
     if bound.any():
         ax.plot(p["x"][bound], n[bound], "v", mfc="w", color=col, ms=8,
                 label=f"{name}: reached at the first N (N* at most this)")
