@@ -1,17 +1,14 @@
 """recall.py -- embeddings, tasks, models (forward + hand-derived backward) and the loss.
 
-Two papers, one engine (README.md cites them): A, linear / MLP associative memories, a
-factual-recall task, a one-layer transformer and a linear attention that learns sequentially;
-B, token retrieval with random embeddings.
-
-Every model is a pair of pure functions
+Every model of the two papers (A: associative memories, factual recall, a one-layer
+transformer, linear attention; B: token retrieval with random embeddings) is a pair of pure
+functions
     logits, cache = <name>_forward(params, fixed, inputs)
     grads         = <name>_backward(dlogits, cache)
 `params` are trained, `fixed` are frozen (embeddings); `grads` has exactly the keys of params.
-The backward walks the forward in reverse; each block quotes the forward line it differentiates.
-A trailing `# exercise N` marks a homework solution (see homework.py: `make homework`).
-Where a faster form of a model exists it sits right after the textbook one and is tested equal
-to it.  Input checks are at the end of the file.
+The backward walks the forward in reverse, quoting the forward line it differentiates.  A faster
+form sits right after the textbook one, tested equal to it.  `# exercise N` marks a homework
+solution (homework.py).  Input checks are at the end of the file.
 
 Dimension letters (the papers' symbols):
     B  batch size                 N  number of samples / stored items
@@ -29,7 +26,6 @@ import numpy as np
 
 def embeddings(n, d, rng, kind="gaussian"):
     """n embedding vectors of dimension d, as an (n, d) array.
-
     "gaussian": entries N(0, 1/d), so rows have norm ~1 and overlaps ~1/sqrt(d).
     "sphere":   Gaussian rows scaled to unit norm (uniform on the sphere).
     "onehot":   rows of the identity, e_i (orthogonal; needs d >= n)."""
@@ -57,9 +53,8 @@ def softmax(s, axis=-1):
 
 
 def cross_entropy(logits, y):
-    """Mean softmax cross-entropy.  logits (B, M), y (B,) ints in [0, M).
-
-    Returns (loss, dlogits) with dlogits = (softmax(logits) - onehot(y)) / B."""
+    """Mean softmax cross-entropy of logits (B, M), labels y (B,) in [0, M): (loss, dlogits),
+    dlogits = (softmax(logits) - onehot(y)) / B."""
     logits = np.asarray(logits)
     if logits.ndim != 2 or np.shape(y) != logits.shape[:1]:
         raise ValueError(f"need logits (B, M) and labels y (B,), got {logits.shape}, {np.shape(y)}")
@@ -83,14 +78,10 @@ def accuracy(logits, y):
 # ----------------------------------------------------------------------------- task A: facts
 
 def make_facts(S, R, D, rng, T=32, structured=False):
-    """The synthetic factual-recall task of paper A.
-
-    Input vocabulary: subjects [0, S), relations [S, S+R), n_noise = S+R noise tokens
-    [S+R, 2(S+R)), and one EOS token 2(S+R).  Answers live in their own vocabulary of D*R
-    tokens; relation r owns answers {D r, ..., D r + D - 1}.
-    The fact table a*(s, r) is uniform over relation r's D answers, or, with structured=True,
-    a*(s, r) = s*D // S + D*r (for S = 16, D = 8 that is s//2 + 8r: the answer's index inside
-    the block depends on the subject only)."""
+    """The synthetic factual-recall task of paper A.  Input vocabulary: subjects [0, S),
+    relations [S, S+R), n_noise = S+R noise tokens [S+R, 2(S+R)), one EOS token 2(S+R).
+    Answers: D*R tokens, relation r owning {D r, ..., D r + D - 1}.  The fact table a*(s, r) is
+    uniform over relation r's answers, or, with structured=True, s*D // S + D*r."""
     S, R, D = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D)))
     T = _check_int("T", T, 3)                                  # subject, relation, EOS
     n_noise = S + R
@@ -104,11 +95,9 @@ def make_facts(S, R, D, rng, T=32, structured=False):
 
 
 def sample_facts(task, B, rng, subjects=None, relations=None):
-    """B prompts of T tokens.  Returns tokens (B, T) and answers (B,).
-
-    Noise tokens everywhere, the subject at a uniform position in [0, T-2], the relation at
-    a different uniform position in [0, T-2], EOS at T-1.  Subjects and relations are uniform
-    unless given (arrays of length B, e.g. to enumerate every fact)."""
+    """B prompts of T tokens: noise, the subject and the relation at two distinct uniform
+    positions in [0, T-2], EOS at T-1.  Returns tokens (B, T) and answers (B,).  Subjects and
+    relations are uniform unless given (arrays of length B, e.g. to enumerate every fact)."""
     B = _check_int("B", B)
     S, R, T, n_noise = task["S"], task["R"], task["T"], task["n_noise"]
     s = rng.integers(0, S, B) if subjects is None else _check_tokens("subjects", subjects, S, 1)
@@ -129,11 +118,9 @@ def sample_facts(task, B, rng, subjects=None, relations=None):
 # ----------------------------------------------------------------------------- task B: retrieval
 
 def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
-    """The token-retrieval task of paper B, with the fixed arrays of its model.
-
-    E, U (V, d): input and output embeddings (kind as in `embeddings`); z_trig, z_eos (d,):
-    the trigger and end-of-sequence vectors, N(0, 1/d) (with kind="onehot" and d >= V+2 they
-    are the next two basis vectors, so everything is orthogonal); W_mlp (d, m), N(0, 1/d),
+    """The token-retrieval task of paper B with the fixed arrays of its model: E, U (V, d)
+    (kind as in `embeddings`); the trigger and end-of-sequence vectors z_trig, z_eos (d,),
+    N(0, 1/d) (one-hot with d >= V+2: the next two basis vectors); W_mlp (d, m), N(0, 1/d),
     when m is given; perm: the target permutation pi* of [V]."""
     V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L, 2)
     E = embeddings(V, d, rng, kind)
@@ -152,9 +139,8 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
 
 def sample_retrieval(task, N, rng, Lmax=None):
     """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on
-    [L], labels (N,) = perm[tokens[n, pos[n]]].  Paired draws: one rng state gives, at every
-    L <= Lmax, the same informative tokens, labels, relative positions pos/L and leading
-    distractors; the first N' rows of a call are the sample of size N' (nested in N)."""
+    [L], labels (N,) = perm[tokens[n, pos[n]]].  One rng state gives, at every L <= Lmax, the same
+    informative tokens, labels and relative positions; the first N' rows are the sample of N'."""
     N, V, L = _check_int("N", N), task["V"], task["L"]
     Lmax = L if Lmax is None else Lmax
     if Lmax < L:
@@ -221,8 +207,7 @@ def mlp_memory_backward(dlogits, cache):  # exercise 3
 # ----------------------------------------------------------------------------- transformer
 
 def init_transformer(d, H, dh, m, rng):
-    """Random init as in the authors' code: Q, K, V std 1/sqrt(dh), O std 1/sqrt(d),
-    W1, W2 variance 1/fan_in, b1 = 0."""
+    """The authors' init: Q, K, V std 1/sqrt(dh), O 1/sqrt(d), W1, W2 1/sqrt(fan_in), b1 = 0."""
     d, H, dh, m = (_check_int(k, v) for k, v in (("d", d), ("H", H), ("dh", dh), ("m", m)))
     n = rng.standard_normal
     return {"WQ": n((H, d, dh)) / math.sqrt(dh), "WK": n((H, d, dh)) / math.sqrt(dh),
@@ -245,9 +230,9 @@ def _transformer_inputs(params, fixed, tokens):
 
 
 def transformer_textbook_forward(params, fixed, tokens):
-    """One-layer transformer of paper A as the paper writes it: every head h gives each position
-    t a key k_t and a value v_t; the last position's query q attends over all T positions, then
-    an MLP with residual.  The EOS embedding is not added back into the stream."""
+    """Paper A's one-layer transformer as the paper writes it: per head h, keys k_t and values
+    v_t; the last position's query q attends over all T positions; an MLP with residual (the
+    EOS embedding is not added back)."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)
     X = fixed["E"][tokens]                                         # (B, T, d)      rows x_t
     k = X[:, None] @ params["WK"]                                  # (B, H, T, dh)  k_t = x_t WK_h
@@ -296,10 +281,10 @@ def _token_counts(tokens, V, dtype):
 
 
 def transformer_forward(params, fixed, tokens):
-    """Paper A's one-layer transformer, the function of `transformer_textbook_forward` (tested
-    against it), per vocabulary entry v, never per position: keys and values depend on the token
-    only, so rows sharing a query token (EOS alone in task A) share each entry's softmax numerator
-    e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h with a 1 appended to each value,
+    """`transformer_textbook_forward` per vocabulary entry v, never per position (tested equal):
+    keys and values depend on the token only, so rows sharing a query token (EOS in task A) share
+    each entry's softmax numerator e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h
+    with a 1 appended to each value,
       e_hv = exp(E_v . WK_h q_h / sqrt(dh) - c_h)   (any shift c_h cancels in the softmax)
       [sum_t e_t v_t, sum_t e_t] = n (e Ev),        o_h = sum_t e_t v_t / sum_t e_t."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)     # (B, T)
@@ -364,10 +349,8 @@ def _linear_attention_inputs(params, fixed, tokens):
 
 
 def linear_attention_textbook_forward(params, fixed, tokens):
-    """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV.
-
-    No softmax, no 1/T; the sum runs over all T positions (EOS included).
-    A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T)."""
+    """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV; no
+    softmax, no 1/T, all T positions.  A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T)."""
     X = fixed["E"][_linear_attention_inputs(params, fixed, tokens)]   # (B, T, d)
     u = X[:, -1] @ params["A"]                   # (B, d)     x_T A
     s = np.einsum("btd,bd->bt", X, u)            # (B, T)     x_T A x_t^T
@@ -386,9 +369,8 @@ def linear_attention_textbook_backward(dlogits, cache):  # exercise 5
 
 
 def linear_attention_forward(params, fixed, tokens):
-    """`linear_attention_textbook_forward` per vocabulary entry v (tested equal to it): keys and
-    values depend on the token only, so with n[b, v] the count of v in row b and the scores
-    s_bv = x_T A e_v^T (the query token's row of S = E A E^T (V, V)), w = n * s (B, V),
+    """`linear_attention_textbook_forward` per vocabulary entry v (tested equal): with n[b, v]
+    the count of v in row b and s_bv = x_T A e_v^T (a row of E A E^T (V, V)), w = n * s (B, V),
       c = sum_t (x_T A x_t^T) x_t = sum_v n[b, v] s_bv e_v = w E,   logits = c WV = w (E WV)."""
     tokens, E = _linear_attention_inputs(params, fixed, tokens), fixed["E"]
     n = _token_counts(tokens, len(E), E.dtype)                     # (B, V)
@@ -444,12 +426,10 @@ def _features(phi, fixed):
 
 
 def retrieval_forward(params, fixed, inputs):
-    """The function of `retrieval_textbook_forward` (tested against it), without forming the
-    rows h: the query w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w, and
-    phi = sum_i a_i E[x_i] + a_pos z_trig, from the gathered E[x] when L < V/8, else as C E with
-    C[n, v] = sum_i a_ni 1{x_ni = v} (N, V) the attention mass per vocabulary entry.
-    Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I).  Both caches are
-    dicts: train.three_step_limit reruns a backward at another WV; learners read a."""
+    """`retrieval_textbook_forward` without forming the rows h (tested equal): the query
+    w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w, and phi = sum_i a_i E[x_i]
+    + a_pos z_trig, from the gathered E[x] when L < V/8, else as C E with C[n, v] = sum_i a_ni
+    1{x_ni = v} (N, V).  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     N, V = len(tokens), len(E)
