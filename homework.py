@@ -29,9 +29,8 @@ EXERCISES = {  # N: (the function to write, its tests in test_recall.py)
     8: ("solve_n_log_n", ["test_theory_memory_formulas_hand_computed"]),
     9: ("arccos_kernel", ["test_arccos_kernel_by_hand_and_monte_carlo"]),
 }
-# Functions that hold the answer to exercises in another form, withheld from the student copy.
-# There a fast X_backward (and its X_forward, for the cache) calls the textbook form the student
-# writes, and three_step_limit calls the student's three_step at eta = 1e-6 (the same argmax).
+# Withheld from the student copy, as they hold answers in another form: there a fast X_backward (and
+# its X_forward) calls the textbook form, three_step_limit three_step at eta = 1e-6 (same argmax).
 WITHHELD = {"transformer_backward": "exercises 3 and 4", "retrieval_backward": "exercises 3 and 6",
             "linear_attention_backward": "exercise 5", "three_step_limit": "exercise 7"}
 CALLS = {"three_step_limit": "three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)"}
@@ -57,7 +56,7 @@ def student(name, src, found, hints):
     lines = src.splitlines(keepends=True)
     funcs = [f for f in ast.parse(src).body if isinstance(f, ast.FunctionDef)]
     marked = [(i, int(m[1])) for i, m in enumerate(map(MARK.search, lines), 1) if m]
-    for f in sorted(funcs, key=lambda f: -f.lineno):    # bottom up: earlier line numbers hold
+    for f in reversed(funcs):    # bottom up: the line numbers of the functions above still hold
         body = f.body[1:] if ast.get_docstring(f) is not None else f.body
         start, end, fast = body[0].lineno, f.end_lineno, re.sub("_forward$", "_backward", f.name)
         pad = re.match(r"\s*", lines[start - 1]).group()
@@ -83,14 +82,23 @@ def student(name, src, found, hints):
 
 
 class _Seen:
-    """pytest plugin: per test its first exception, whether it ran, what it gave assert_worst."""
+    """pytest plugin: per test what it gave assert_worst and its first error, as ('Type at
+    file:line: message', the exception or None if the test did not run)."""
     def __init__(self, tests):
-        self.errors, self.ran, self.measured, self.broken, self.test = {}, set(), {}, None, None
-        self.tests = tests
+        self.tests, self.measured, self.errors, self.test = tests, {}, {}, None
+
+    def pytest_collectreport(self, report):        # failed, e.g. a SyntaxError in recall.py
+        if report.failed:
+            text = report.longreprtext.strip()
+            kind, _, msg = re.sub(r"^E\s+", "", text.split("\n")[-1]).partition(": ")
+            where = _where(re.findall(r'(\w+\.py)(?:", line |:)(\d+)', text))
+            self.errors = {t: (f"{kind}{where}: {msg}", None) for t in self.tests}
 
     def pytest_collection_modifyitems(self, items):     # only the tests asked for
         items[:] = [item for item in items if item.name in self.tests]
-        for module in {i.module for i in items if hasattr(getattr(i, "module", 0), "assert_worst")}:
+        for t in self.tests - {item.name for item in items}:
+            self.errors.setdefault(t, (f"test {t} did not run", None))
+        for module in {item.module for item in items}:
             def assert_worst(errors, tol, what="relative gradient error", real=module.assert_worst):
                 self.measured.setdefault(self.test, []).append((what, dict(errors)))
                 return real(errors, tol, what)
@@ -99,16 +107,10 @@ class _Seen:
     def pytest_runtest_makereport(self, item, call):     # after setup, call and teardown
         self.test = item.name
         if call.excinfo is not None and item.name not in self.errors:
-            frames = [(os.path.basename(str(e.path)), e.lineno + 1) for e in call.excinfo.traceback]
-            self.errors[item.name] = (call.excinfo.value, _where(frames))
-        if call.when == "call":
-            self.ran.add(item.name)
-
-    def pytest_collectreport(self, report):        # e.g. a SyntaxError in recall.py
-        text = report.longreprtext.strip() if report.failed else ""
-        kind, _, msg = re.sub(r"^E\s+", "", text.split("\n")[-1]).partition(": ")
-        where = _where(re.findall(r'(\w+\.py)(?:", line |:)(\d+)', text))
-        self.broken = self.broken or text and f"{kind}{where}: {msg}"
+            e, frames = call.excinfo.value, call.excinfo.traceback
+            where = _where([(os.path.basename(str(f.path)), f.lineno + 1) for f in frames])
+            first = textwrap.shorten(str(e).strip().split("\n")[0], 120, placeholder=" ...")
+            self.errors[item.name] = (f"{type(e).__name__}{where}: {first}", e)
 
 
 def _where(frames):       # ' at file:line' of the innermost frame in the project's files, or ''
@@ -124,30 +126,25 @@ def verdict(n, seen):
             worst[k] = max(worst.get(k, -1.0), float(e), key=lambda e: 9e99 if e != e else e)
     numbers = f"{what} " + ", ".join(f"{k} {e:.1e}" for k, e in worst.items()) if worst else ""
     errors = [seen.errors[t] for t in tests if t in seen.errors]
-    missing = [t for t in tests if t not in seen.ran]
-    if seen.broken or missing and not errors:
-        return f"failed ({seen.broken or f'test {missing[0]} did not run'})"
+    asked = [int(m[1]) for _, e in errors if isinstance(e, NotImplementedError)
+             for m in [re.match(r"exercise (\d+):", str(e))] if m]
     if not errors:
         return f"passed ({numbers})" if numbers else "passed"
-    asked = [int(m[1]) for e, _ in errors if isinstance(e, NotImplementedError)
-             for m in [re.match(r"exercise (\d+):", str(e))] if m]
     if asked:
         return "not attempted" if n in asked else (
             f"failed (uses exercise {asked[0]}, which is not attempted yet)")
-    if numbers and all(isinstance(e, AssertionError) and str(e)[:6] == "worst " for e, _ in errors):
+    if numbers and all(str(e)[:6] == "worst " and isinstance(e, AssertionError) for _, e in errors):
         return f"failed ({numbers})"
-    (e, where), first = errors[0], (str(errors[0][0]).strip().splitlines() or [""])[0]
-    first = textwrap.shorten(first, 120, placeholder=" ...")
-    return f"failed ({type(e).__name__}{where}: {first})"
+    return f"failed ({errors[0][0]})"
 
 
 def results(numbers):
-    """[(n, function, verdict)]: runs the exercises' tests in one quiet pytest session."""
+    """{n: verdict}: runs the exercises' tests in one quiet pytest session."""
     import pytest
     seen = _Seen({t for n in numbers for t in EXERCISES[n][1]})
     pytest.main([os.path.join(HERE, "test_recall.py"), "-pno:terminal", "-pno:cacheprovider",
                  "--rootdir", HERE], plugins=[seen])
-    return [(n, EXERCISES[n][0], verdict(n, seen)) for n in numbers]
+    return {n: verdict(n, seen) for n in numbers}
 
 
 def make(out):
@@ -155,7 +152,8 @@ def make(out):
         die(f"{out} exists and is not an empty directory; remove it first (it may hold answers)")
     texts = {name: open(os.path.join(HERE, name), encoding="utf-8").read() for name in COPIED}
     hints = {n: sheet_entry(texts["EXERCISES.md"], n) for n in EXERCISES}
-    bad = [f"exercise {n} {f}: {v}" for n, f, v in results(list(EXERCISES)) if v[:6] != "passed"]
+    bad = [f"exercise {n} {EXERCISES[n][0]}: {v}" for n, v in results(list(EXERCISES)).items()
+           if not v.startswith("passed")]
     if bad:
         die("the reference solutions do not pass: " + "; ".join(bad), status=1)
     met = set()
@@ -163,10 +161,8 @@ def make(out):
     missing = (set(EXERCISES) | set(WITHHELD)) - met
     if missing:
         die(f"not in {', '.join(MODULES)}: {', '.join(map(str, missing))} (EXERCISES, WITHHELD)")
-    os.makedirs(os.path.join(out, "figures"), exist_ok=True)
-    for name in os.listdir(os.path.join(HERE, "figures")):          # the docs show them
-        if name.endswith(".png"):
-            shutil.copy(os.path.join(HERE, "figures", name), os.path.join(out, "figures"))
+    shutil.copytree(os.path.join(HERE, "figures"), os.path.join(out, "figures"),   # the docs show
+                    ignore=lambda _, names: [n for n in names if not n.endswith(".png")])
     for name, text in files.items():
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
             f.write(text)
@@ -184,15 +180,13 @@ def main(argv):
     if argv[:1] != ["check"] or len(argv) > 2 or argv[1:] and argv[1] not in map(str, EXERCISES):
         die(f"usage: python homework.py make [DIR] | check [N]   (N one of 1-{len(EXERCISES)})")
     wanted = [int(argv[1])] if len(argv) == 2 else list(EXERCISES)
-    needed = sorted(set(wanted).union(*(NEEDS.get(n, []) for n in wanted)))
-    lines = results(needed)
-    failed = {n for n, _, v in lines if v.startswith("failed")}
-    lines = [(n, f, v) for n, f, v in lines if n in wanted]
-    for n, f, v in lines:            # a failing prerequisite is named: it may be the cause
-        first = [k for k in NEEDS.get(n, []) if k in failed]
-        print(f"exercise {n} {f}: {v}" + (f"; exercise {first[0]} fails too: fix it first"
-                                           if first and n in failed else ""))
-    return int(any(v.startswith("failed") for _, _, v in lines))
+    verdicts = results(sorted(set(wanted).union(*(NEEDS.get(n, []) for n in wanted))))
+    failed = {n for n, v in verdicts.items() if v.startswith("failed")}
+    for n in wanted:            # a failing prerequisite is named: it may be the cause
+        first = [k for k in NEEDS.get(n, []) if k in failed and n in failed]
+        print(f"exercise {n} {EXERCISES[n][0]}: {verdicts[n]}"
+              + (f"; exercise {first[0]} fails too: fix it first" if first else ""))
+    return int(bool(failed & set(wanted)))
 
 
 if __name__ == "__main__":

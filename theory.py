@@ -1,23 +1,19 @@
 """theory.py -- capacity formulas, bounds and predictions, each with its source named.
 
-Sources: [paper A] Nichani, Lee, Bietti (ICLR 2025); [paper A figure] a reference line drawn
-by its authors; [paper B] Vural, Bietti, Soltanolkotabi, Wu (ICLR 2026); [ours] derived in
-this project for the concrete model it fixes, and checked against its simulations."""
+Sources: [paper A] Nichani, Lee, Bietti (ICLR 2025); [paper A figure] a line its authors drew;
+[paper B] Vural, Bietti, Soltanolkotabi, Wu (ICLR 2026); [ours] derived here (MODEL.md)."""
 import math
 
 import numpy as np
 
 
-# ----------------------------------------------------------------------------- counting
+# ----------------------------------------------------------------------------- paper A
 
 def transformer_params(d, H, dh, m):
     """[paper A] Parameters of the one-layer transformer without embeddings: 4 H dh d + 2 m d."""
     return 4 * H * dh * d + 2 * m * d
 
 
-# ----------------------------------------------------------------------------- paper A, memories
-
-# Reference constants, each with its source.
 C_SHARP_LINEAR = 2.0      # [later work: Barnfield et al.; Giorlandino et al.] d^2 = 2 N ln N,
                           # the sharp threshold for top-1 recall
 C_AUTHORS_LINEAR = 1.3    # [paper A figure] the guide line d^2 = 1.3 N ln N of Fig. 1 left
@@ -57,9 +53,8 @@ def mlp_reference_N(md, regime):
 
 
 def counting_bound_N(params, M=None, bits=GARDNER_BITS):
-    """[counting + Gardner] The largest N whose map fits into params parameters at `bits` bits
-    each: N log2 M = bits * params; with M=None the classes are the items (M = N).  Facts of
-    paper A: N = S R facts, M = D answers, S R log2 D <= bits params."""
+    """[counting + Gardner] The largest N with N log2 M = bits * params, `bits` bits per parameter
+    (M=None: the classes are the items, M = N).  Paper A's facts: N = S R, M = D answers."""
     if M is None:
         return solve_n_log_n(bits * params * math.log(2))
     return bits * params / math.log2(M)
@@ -88,10 +83,8 @@ def bits_per_param_mlp(c, regime, M=32):
     raise ValueError(f'regime must be "M=N" or "M=32", got {regime!r}')
 
 
-# Fig. 4 right.  The authors' hand-drawn frontier for S = R = 32 (1024 facts), d = 32, dh = 8:
-# attention params d dh H >= 1280, and attention/2 + MLP params d m >= 2300, i.e. attn / 4.49 +
-# MLP / 2.25 >= facts.  [ours] We scale it linearly with the number of facts, which is what
-# "params proportional to facts" claims.
+# [paper A figure] Fig. 4 right, hand-drawn for S = R = 32 (1024 facts), d = 32, dh = 8: attention
+# params d dh H >= 1280, attention/2 + MLP params d m >= 2300.  [ours] Scaled linearly with facts.
 AUTHORS_ATTN_MIN_PER_FACT = 1280 / 1024
 AUTHORS_BUDGET_PER_FACT = 2300 / 1024
 
@@ -107,9 +100,8 @@ def authors_frontier_mlp(attn_params, facts):
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
-# The three-step model with eta -> 0 and its predicted accuracy: MODEL.md sections 3 and 4
-# ("MODEL.md 4.k" is item k of section 4), whose table of symbols (A, z2, p, nu2, K, f_t, S,
-# sigma) these functions use.
+# The three-step model with eta -> 0 and its predicted accuracy: MODEL.md 3 and 4 ("MODEL.md 4.k"
+# is item k of section 4), whose table of symbols (A, z2, p, nu2, K, f_t, S, sigma) is used here.
 
 def _normal_nodes(n):
     """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
@@ -118,17 +110,13 @@ def _normal_nodes(n):
 
 
 def _erfc(z):
-    """Complementary error function, vectorised, relative error < 1.2e-7 everywhere
-    (the Chebyshev fit of Numerical Recipes, erfcc), so Phi^(V-1) stays accurate."""
+    """Complementary error function, vectorised: Numerical Recipes' erfcc, rel. error < 1.2e-7."""
     z = np.asarray(z, dtype=float)
     a = np.abs(z)
     t = 1.0 / (1.0 + 0.5 * a)
     c = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
          -1.13520398, 1.48851587, -0.82215223, 0.17087277]
-    poly = c[-1]
-    for k in c[-2::-1]:
-        poly = k + t * poly
-    r = t * np.exp(-a * a + poly)
+    r = t * np.exp(-a * a + np.polyval(c[::-1], t))
     return np.where(z >= 0, r, 2.0 - r)
 
 
@@ -138,27 +126,23 @@ def _Phi(x):
 
 
 def coverage_bound(V, N):
-    """[ours] Accuracy of any learner is at most the chance that the test sequence's informative
-    token was seen as informative in one of the N training sequences, plus 1/V for a guess:
-        1 - (1 - 1/V)^N (1 - 1/V)."""
+    """[ours] Accuracy bound of any learner: the chance that the test's informative token was seen
+    as informative in one of the N training sequences, plus 1/V: 1 - (1 - 1/V)^N (1 - 1/V)."""
     return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
 
 
 def query_cosine(V, N, d, L):
-    """[ours] Cosine between the learned query w = WKQ1 z_eos and z_trig (MODEL.md 4.2): the
-    step-2 noise along the mean embedding over the trigger part, R, gives cos = 1/sqrt(1 + R^2);
-    the query aligns only when N d >> L^2 sqrt(V) (1 + V/d)."""
+    """[ours] Cosine between the learned query w = WKQ1 z_eos and z_trig (MODEL.md 4.2): with R
+    the step-2 noise along the mean embedding over the trigger part, cos = 1/sqrt(1 + R^2)."""
     R = L * (L - 1) * math.sqrt(V) * (1 + V / d) / (2 * d * N)
     return 1.0 / math.sqrt(1.0 + R * R)
 
 
 def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
-    """[ours] Attention on the informative position, p, and the distractor mass |nu|^2, for a
-    sequence whose answer token has score g, with query norm q (beta = q cos |z_trig|,
-    tau^2 = q^2/d; cos from `query_cosine`).
+    """[ours] Attention on the informative position, p, and distractor mass |nu|^2 for an answer
+    token of score g (MODEL.md 4.3), query norm q, beta = q cos |z_trig|, tau^2 = q^2/d:
         p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),
-        |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g),
-    the latter clipped to its possible range [(1-p)^2/(L-1), (1-p)^2]."""
+        |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g), clipped to [(1-p)^2/(L-1), (1-p)^2]."""
     g = np.asarray(g, dtype=float)
     beta, tau2 = q * cos * math.sqrt(z2), q * q / d
     p = 1.0 / (1.0 + (L - 1) * np.exp(tau2 / 2 - beta - g))
@@ -168,19 +152,15 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
 
 
 def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
-    """[ours] Mean lead S of the correct logit over a typical wrong one (MODEL.md 4.4): from
-    e_t.e_t, and from the label's excess of K over the mean along the trigger."""
+    """[ours] Mean lead S of the correct logit over a typical wrong one (MODEL.md 4.4)."""
     A = N / V
     return A * p_t * p_t + f_t * A * (K_t - Kbar)
 
 
 def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
-    """[ours] Variances of a wrong logit over S^2 for a test sequence with attention p_t,
-    distractor mass nu2_t, trigger coordinate f_t (MODEL.md 4.5): overlap (e_t.e_j), mean_bias
-    (the shared trigger times the label-count fluctuations: the multiplicative N d term),
-    crosstalk (the other tokens' memories in superposition) and distractor (memories written by
-    distractors, the "gradient noise"; p2, K2, vK, rho2: E p^2, E K^2, Var K, E nu2 over tokens).
-    With p = 1, nu = 0 the sum is 3/d + 2V/d^2 + V/N + V^2/(N d) (to leading order)."""
+    """[ours] Variances of a wrong logit over S^2 (MODEL.md 4.5) at attention p_t, distractor mass
+    nu2_t, trigger coordinate f_t: overlap, mean_bias, crosstalk, distractor (p2, K2, vK, rho2:
+    E p^2, E K^2, Var K, E nu2 over tokens); at p = 1, nu = 0 ~ 3/d + 2V/d^2 + V/N + V^2/(N d)."""
     A = N / V
     S2 = S * S
     return {"overlap": A ** 2 * p_t ** 2 * (p2 + p_t ** 2) / d / S2,
@@ -193,9 +173,8 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
 
 def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
     """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd
-    (MODEL.md 4.7): label v's weight along the trigger, c_v K(x_v) with its count c_v ~
-    Poisson(A), centred, times |u_v|^2, plus the other labels' weights leaking through u_j.u_v.
-    Skewed, and the same for every test row of one run."""
+    (MODEL.md 4.7): c_v K(x_v) with counts c_v ~ Poisson(A), centred, times |u_v|^2, plus the
+    other labels' crosstalk through u_j.u_v.  Skewed; shared by every test row of one run."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((draws, V - 1))
     p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, cos)
@@ -207,9 +186,8 @@ def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
 
 def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     """[ours] The answer token at Gauss-Hermite nodes x of its score g = x q / sqrt(d): per node
-    its weight w, signal S and, where S > 0, noise terms T, trigger coordinate f, distractor mass
-    nu2, competitor means c (over S, per node of a distractor) and per-token spread v_c.
-    Returns (nodes, node weights wx)."""
+    its weight w, signal S and, if S > 0, noise terms T, trigger coordinate f, distractor mass
+    nu2, competitor means c (over S, per distractor node), token spread v_c; and the weights wx."""
     A = N / V
     x, wx = _normal_nodes(n_nodes)
     g = q / math.sqrt(d) * x                                 # token scores e_x.w
@@ -230,8 +208,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_terms(T, V, d, m, pt, n2t, z2)
-        # the per-token spread of the signal, shared by all test rows of the token: the label's
-        # own count c_y ~ Poisson(A) (v_c) and, added by the callers, |e_t|^2 |u_y|^2 (4/d)
+        # per-token spread of S: the label's own count (v_c); the callers add |e_t|^2 |u_y|^2, 4/d
         v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # (nodes,)
         nodes[-1].update(T=T, f=ft, nu2=n2t, v_c=v_c, c=c)
@@ -239,14 +216,11 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
 
 
 def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
-    """[ours] Predicted test accuracy of the three-step model (eta -> 0) with query norm q.
-
-    For each answer token (`_token_nodes`): the correct logit is S + sigma S Z with sigma^2 the
-    sum of the noise terms; the labels not in the sequence have N(0, sigma^2 S^2) logits; the
-    label of each distractor i is a competitor whose mean is S c_i, c_i = a_i A P(g_i) / S:
-        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ].
-    With the fixed random MLP (m given) the kernel phi.phi' becomes relu(phi W).relu(phi' W)
-    and the finite width adds noise (`mlp_terms`).  Capped by `coverage_bound`."""
+    """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, width m of
+    the fixed random MLP (`mlp_terms`) if any, capped by `coverage_bound` (MODEL.md 4.6).  Per
+    answer token (`_token_nodes`): correct logit S + sigma S Z (sigma^2 the noise terms' sum),
+    absent labels N(0, sigma^2 S^2), each distractor's label a competitor of mean S c_i:
+        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ]."""
     nodes, wx = _token_nodes(V, N, d, L, q, m, z2, n_nodes)
     z, wz = _normal_nodes(2 * n_nodes)
     y, wy = _normal_nodes(8)
@@ -265,9 +239,9 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
 
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0):
-    """[ours] `retrieval_accuracy` with the frozen label bias (MODEL.md 4.7): (mean, sd) over
-    `draws` runs.  The trigger part of the noise, sb2, is one vector b per run, shared by its
-    test rows; the rest, sf^2, is fresh.  Given b (`frozen_bias_draws` with `seed`),
+    """[ours] `retrieval_accuracy` with the frozen label bias (MODEL.md 4.7), (mean, sd) over
+    `draws` runs, each with one bias vector b (`frozen_bias_draws`, `seed`) for the noise's
+    trigger part sb2, sf^2 fresh:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
     nodes, wx = _token_nodes(V, N, d, L, q, m, z2)
@@ -293,9 +267,8 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
     return float(acc.mean()), sd
 
 
-# With the fixed random MLP every overlap phi_t.phi_n becomes the random-feature kernel
-# relu(phi_t W).relu(phi_n W), of mean m |phi_t||phi_n| / d * kappa(c), c the cosine of phi_t,
-# phi_n: c0 between tokens (the shared trigger), c1 within one (MODEL.md 4.5).
+# The fixed random MLP (MODEL.md 4.5): phi_t.phi_n becomes relu(phi_t W).relu(phi_n W), of mean
+# m |phi_t||phi_n| / d * kappa(c) at cosine c: c0 between tokens (shared trigger), c1 within one.
 
 def arccos_kernel(c):  # exercise 9
     """[standard] kappa(c) = E[relu(a) relu(b)] for standard Gaussians a, b with correlation c
@@ -305,9 +278,9 @@ def arccos_kernel(c):  # exercise 9
 
 
 def _relu_token_var(c, n=32):
-    """[ours] The part of relu(a) relu(b) new for each token b, E[relu(a)^2 Var(relu(b) | s)],
-    a = sqrt(c) s + sqrt(1-c) e, b the same with e' (s the shared trigger): E[r1^2 v] (frozen:
-    the same for every test row) and E[v^2] (fresh); r1, v: relu(b)'s mean and variance given s."""
+    """[ours] The part of relu(a) relu(b) new for each token b, a = sqrt(c) s + sqrt(1-c) e, b
+    with e' (s the shared trigger): E[r1^2 v] (frozen) and E[v^2] (fresh); r1, v: relu(b)'s mean
+    and variance given s."""
     x, w = _normal_nodes(n)
     mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
     cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
@@ -317,10 +290,9 @@ def _relu_token_var(c, n=32):
 
 
 def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
-    """[ours] The noise terms T with the MLP, relative to the kernel's signal kappa(c1) -
-    kappa(c0): overlap, crosstalk, distractor through its slope kappa'(c0), the mean bias through
-    its value kappa(c0); plus the MLP noise of the finite width, the part new for each token,
-    `_relu_token_var(c0)` per feature, times (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)."""
+    """[ours] The noise terms T with the MLP, relative to its signal kappa(c1) - kappa(c0): overlap,
+    crosstalk, distractor through its slope kappa'(c0), the mean bias its value kappa(c0); plus the
+    finite width's MLP noise, `_relu_token_var(c0)` (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)."""
     c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
@@ -333,13 +305,9 @@ def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
     return dict(out, mlp_frozen=frozen, mlp_fresh=fresh)
 
 
-# Critical sizes at a target accuracy tau, solved numerically from `retrieval_accuracy`.
-
 def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
-    """Where a monotone predicate flips: given pred(lo) != pred(hi), bisect in log scale, keeping
-    pred(lo) and pred(hi) as they are, until hi / lo <= ratio (integers: or hi = lo + 1).
-    Returns (lo, hi).  The one bisection of the project (capacities, critical sizes).  at_lo:
-    pred(lo) if the caller knows it already (pred may be costly)."""
+    """Where a monotone pred flips: bisect in log scale, keeping pred(lo) != pred(hi), until
+    hi / lo <= ratio (integers: or hi = lo + 1); returns (lo, hi).  at_lo: pred(lo) if known."""
     at_lo = pred(lo) if at_lo is None else at_lo
     while hi / lo > ratio and not (integer and hi - lo <= 1):
         mid = math.sqrt(lo * hi)
@@ -350,11 +318,9 @@ def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
 
 
 def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32):
-    """[ours] N* : the smallest sample size whose predicted mean accuracy with the frozen label
-    bias (`retrieval_accuracy_frozen`, `draws` bias vectors, seed 0) reaches tau, to 1%; inf if
-    none below 1e9 (the N-independent terms 3/d + 2V/d^2 alone can forbid it).  Not the
-    fresh-noise `retrieval_accuracy`: its optimism (largest of V - 1 wrong biases, skewed by
-    Poisson counts, MODEL.md 4.7) is small in accuracy but large in N* where the curve is flat."""
+    """[ours] N*: the smallest sample size whose predicted mean accuracy with the frozen label bias
+    (`retrieval_accuracy_frozen`, `draws` bias vectors, seed 0; why frozen: MODEL.md 4.8) reaches
+    tau, to 1%; inf if none below 1e9 (the N-free terms 3/d + 2V/d^2 alone can forbid it)."""
     def reaches(N):
         return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws)[0] >= tau
     if not reaches(1e9):
@@ -385,7 +351,6 @@ def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
 
 
 def snr_accuracy(V, snr, n=64):
-    """[ours] E_Z[Phi(snr + Z)^(V-1)]: the chance that a correct logit snr noise sds ahead beats
-    V-1 independent wrong ones (1/V at snr = 0)."""
+    """[ours] E_Z[Phi(snr + Z)^(V-1)]: a correct logit snr sds ahead beats V-1 independent ones."""
     z, w = _normal_nodes(n)
     return float(w @ _Phi(snr + z) ** (V - 1))
