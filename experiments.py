@@ -40,8 +40,7 @@ def fig5_configs(g, seed):
 
 
 def fig5_one(cfg):
-    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (A5); the
-    test losses of `fig5_losses` every eval_every steps."""
+    """A5: one-hot linear attention, SGD from a tiny init; its fig5_losses every eval_every."""
     rng = np.random.default_rng(cfg["seed"])
     dt = np.dtype(cfg["dtype"])
     task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
@@ -84,9 +83,8 @@ def fig5_stages(curve, n_answers, D):
     ln(n_answers) and ln D, the hallucination stage's (relation known, subject not: loss near
     ln D) when it first drops below ln(D)/2; None where it never drops that far."""
     step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
-    below = [np.flatnonzero(tot < th) for th in ((np.log(n_answers) + np.log(D)) / 2,
-                                                 np.log(D) / 2)]
-    return tuple(int(step[i[0]]) if len(i) else None for i in below)
+    ends = [step[tot < th] for th in ((np.log(n_answers) + np.log(D)) / 2, np.log(D) / 2)]
+    return tuple(int(e[0]) if len(e) else None for e in ends)
 
 
 def fig5_summary(records):
@@ -94,10 +92,9 @@ def fig5_summary(records):
     for r in sorted(records, key=lambda r: r["config"]["seed"]):
         c, cfg = r["result"], r["config"]
         ends.append(fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"]))
-        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {ends[-1][0]}, "
-                     f"hallucination (total loss near ln {cfg['D']}) until step "
-                     f"{ends[-1][1]}; final total loss {c['total'][-1]:.4f}, test "
-                     f"accuracy {c['accuracy'][-1]:.3f}")
+        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {ends[-1][0]}, hallucination "
+                     f"(total loss near ln {cfg['D']}) until step {ends[-1][1]}; final total "
+                     f"loss {c['total'][-1]:.4f}, test accuracy {c['accuracy'][-1]:.3f}")
     if len(ends) > 1 and None not in sum(ends, ()):
         (m1, m2), (s1, s2) = np.mean(ends, 0), np.std(ends, 0, ddof=1)
         lines.append(f"fig5 over {len(ends)} seeds: plateau until step {m1:.0f} ± {s1:.0f}, "
@@ -356,9 +353,8 @@ def tradeoff_frontier(records):
 
 
 def tradeoff_fits(records):
-    """[ours] Parameters per fact of each side: the least-squares c_attn, c_mlp of
-    attn / c_attn + mlp / c_mlp = facts through the measured frontier (each side stores a
-    share of the facts in proportion to its parameters); the authors' frontier gives 4.49, 2.25."""
+    """[ours] Parameters per fact of each side: the least-squares c_attn, c_mlp of attn / c_attn
+    + mlp / c_mlp = facts through the measured frontier (the authors' frontier: 4.49, 2.25)."""
     facts = records[0]["result"]["facts"]
     front = [(a, m) for a, m in tradeoff_frontier(records) if m is not None]
     out = {"facts": facts, "frontier points": len(front),
@@ -570,8 +566,7 @@ def b_agree_summary(records):
 
 def agreement_stats(rows, name):
     """Mean and largest |predicted - measured|, mean signed error, how many predicted sds lie
-    within 30% of the measured one; against the fresh-noise formula, and against the same draws
-    scored with Gaussian fresh noise, as the theory assumes it (gaussian_fresh_accuracy)."""
+    within 30% of the measured; the same against the fresh-noise formula and Gaussian scores."""
     diff, fresh, gauss = (np.array([w[a] - w[b] for w in rows]) for a, b in
                           (("pred", "meas"), ("fresh", "meas"), ("pred", "gauss")))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
@@ -629,13 +624,12 @@ def b_mlp_summary(records):
         rs = sorted((r for r in records if r["config"]["d"] == d),
                     key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
         c = rs[0]["config"]                                        # attention only
-        V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
-        ms = sorted({r["config"]["m"] for r in rs if "m" in r["config"]})
+        args = (c["V"], c["Ns"][0], d, c["L"], c["q"])
+        mlps = [f"+ MLP m={m} {theory.retrieval_accuracy(*args, m):.3f}"
+                for m in sorted({r["config"]["m"] for r in rs if "m" in r["config"]})]
         out.append(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}", "attention only"))
         out.append(f"predicted (no centred variant): attention only "
-                   f"{theory.retrieval_accuracy(V, N, d, L, q):.3f}, " + ", ".join(
-                       f"+ MLP m={m} {theory.retrieval_accuracy(V, N, d, L, q, m):.3f}"
-                       for m in ms) + "\n")
+                   f"{theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps) + "\n")
     return "\n".join(out)
 
 
@@ -714,9 +708,8 @@ def nstar_bootstrap(recs, resamples=200, seed=0):
 
 
 def slope_interval(x, boot):
-    """Fitted log-log slope of N* against x over the points with an N* on the draws as run, its
-    95% bootstrap interval, and how many resamples were left out because one of those points
-    had no N* in them (the interval is conditional on the rest)."""
+    """Log-log slope of N* against x over the points with an N* on the draws as run, its 95%
+    bootstrap interval over the resamples where each of them has one, and how many lack one."""
     fit = np.isfinite(boot[0])
     slopes = np.array([theory.loglog_slope(x[fit], row[fit]) if np.isfinite(row[fit]).all()
                        else math.nan for row in boot])
@@ -749,9 +742,8 @@ def scaling_points(records, over, method):
 
 
 def scaling_table(records, over):
-    """N* per learner against `over` with its 95% interval; for three steps the formula's N*
-    and predicted / measured, or the ceiling; then each learner's exponent over the d < V points
-    (bootstrap interval) and the formula's over the points where three steps has an N*."""
+    """N* per learner against `over` (95% interval), the formula's N* and predicted / measured
+    or the ceiling; each learner's exponent over the d < V points, and the formula's."""
     pts = {m: p for m in LEARNERS if (p := scaling_points(records, over, m)) and len(p["x"]) > 1}
     c = records[0]["config"]
     lines = [f"\nN* against {over} (mean accuracy >= {c['tau']:g}; [95% interval, bootstrap over "
@@ -823,29 +815,29 @@ def b_scaling_summary(records):
 
 # ----------------------------------------------------------------------------- the list
 
+FLAGS = {"dmax": "only the d <= DMAX of the grid", "dtype": "float32 or float64",
+         "q": "query norm |WKQ z_eos| (attention sharpness)"}
+
+
 def experiment(name, help, **flags):
     """The block of experiment `name` for the runner: its grid NAME, name_configs, name_one
-    (draws_one if none) and name_summary; flags FIELD=text: --FIELD, short for --set FIELD=."""
-    block = globals()
-    return {"help": help, "grid": block[name.upper()], "configs": block[f"{name}_configs"],
+    (draws_one if none), name_summary; flags FIELD=text (--FIELD), then FLAGS' the grid has."""
+    block, grid = globals(), globals()[name.upper()]
+    flags.update({k: text for k, text in FLAGS.items() if k in grid["small"]})
+    return {"help": help, "grid": grid, "configs": block[f"{name}_configs"],
             "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"],
             "flags": flags}
 
 
-Q = "query norm |WKQ z_eos| (attention sharpness)"
 EXPERIMENTS = {e["name"]: experiment(**e) for e in [
     dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage",
-         steps="SGD steps (paper: 8192)", dtype="float32 or float64"),
-    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian",
-         dmax="only the d <= DMAX of the grid"),
-    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity",
-         dmax="only the d <= DMAX of the grid"),
-    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer",
-         dmax="only the d <= DMAX of the grid", dtype="float32 or float64"),
-    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts",
-         dtype="float32 or float64"),
+         steps="SGD steps (paper: 8192)"),
+    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian"),
+    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"),
+    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer"),
+    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts"),
     dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
-    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings", q=Q),
-    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred", q=Q),
+    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings"),
+    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred"),
     dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners",
-         draws="independent draws per point, at least 2", tau="target accuracy", q=Q)]}
+         draws="independent draws per point, at least 2", tau="target accuracy")]}
