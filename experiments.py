@@ -248,8 +248,7 @@ FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, l
 
 def facts_configs(g, seed):
     """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
-    unless H is given.  Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo,
-    c_hi]), or the paper's [2, sqrt(params)] (None)."""
+    unless given; S in sqrt(bracket * params), or the paper's [2, sqrt(params)] if None."""
     if g["H"] is not None and g["H"] != int(g["H"]):
         raise ValueError(f"H must be a whole number of heads, got {g['H']}")
     keep = {k: g[k] for k in ("D", "T", "lrs", "steps", "batch", "eval_every", "patience",
@@ -634,8 +633,7 @@ def b_mlp_summary(records):
 
 
 # ----------------------------------------------------------------------------- b_scaling
-# N* against d, L and V where the paper lives (d < V) for three learners, the formula's N* beside
-# the measured one, the ceiling where attention alone cannot reach tau, and the one-snr collapse.
+# N* against d, L and V at d < V for three learners beside the formula's; the one-snr collapse.
 
 B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
                           L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], Nmax=32768, top=32,
