@@ -2,13 +2,13 @@
 
     NAME = {"tiny": {...}, "small": {...}, "full": {...}}   its grid per scale, named fields
     name_configs(grid, seed) -> [config]                    one config per run
-    name_one(config) -> result                              runs one config (the models of
-                                                            recall.py, the training of train.py)
+    name_one(config) -> result                              runs one config
     name_summary(records) -> str                            the table it prints
 
 `python train.py NAME --scale S --set FIELD=VALUE` runs it (train.sweep); EXPERIMENTS at the end
 lists them.  Setups A1..A5 and paper B's model: MODEL.md; [ours] marks a choice of this project."""
 import hashlib
+import itertools
 import math
 
 import numpy as np
@@ -40,8 +40,7 @@ def fig5_configs(g, seed):
 
 
 def fig5_one(cfg):
-    """Linear attention, one-hot embeddings, SGD from a tiny init on fresh batches (A5); the
-    test losses of `fig5_losses` every eval_every steps."""
+    """A5: one-hot linear attention, SGD from a tiny init; its fig5_losses every eval_every."""
     rng = np.random.default_rng(cfg["seed"])
     dt = np.dtype(cfg["dtype"])
     task = rc.make_facts(cfg["S"], cfg["R"], cfg["D"], rng, T=cfg["T"], structured=True)
@@ -54,17 +53,14 @@ def fig5_one(cfg):
     for step in range(cfg["steps"] + 1):
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
             logits, _ = rc.linear_attention_forward(params, fixed, test_x)
-            losses = fig5_losses(logits, test_y, cfg["D"])
-            for k, v in zip(("total", "relation", "subject"), losses):
-                curve[k].append(round(float(v), 6))
-            curve["step"].append(step)
-            curve["accuracy"].append(rc.accuracy(logits, test_y))
-        if step == cfg["steps"]:
-            break
-        x, y = rc.sample_facts(task, cfg["batch"], rng)
-        logits, cache = rc.linear_attention_forward(params, fixed, x)
-        _, dlogits = rc.cross_entropy(logits, y)
-        train.sgd_step(params, rc.linear_attention_backward(dlogits, cache), cfg["lr"])
+            losses = [round(float(v), 6) for v in fig5_losses(logits, test_y, cfg["D"])]
+            for k, v in zip(curve, [step, *losses, rc.accuracy(logits, test_y)]):
+                curve[k].append(v)
+        if step < cfg["steps"]:
+            x, y = rc.sample_facts(task, cfg["batch"], rng)
+            logits, cache = rc.linear_attention_forward(params, fixed, x)
+            _, dlogits = rc.cross_entropy(logits, y)
+            train.sgd_step(params, rc.linear_attention_backward(dlogits, cache), cfg["lr"])
     return curve
 
 
@@ -83,26 +79,22 @@ def fig5_losses(logits, y, D):
 
 
 def fig5_stages(curve, n_answers, D):
-    """Stage boundaries read off the curve: the plateau ends when the total loss first drops
-    below the midpoint of ln(n_answers) and ln D; the hallucination stage (relation known,
-    subject not: total loss near ln D) ends when it first drops below ln(D)/2.  Returns the two
-    ends, None where the loss never drops that far."""
+    """The two stage ends: the plateau's when the total loss first drops below the midpoint of
+    ln(n_answers) and ln D, the hallucination stage's (relation known, subject not: loss near
+    ln D) when it first drops below ln(D)/2; None where it never drops that far."""
     step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
-    below = [np.flatnonzero(tot < th) for th in ((np.log(n_answers) + np.log(D)) / 2,
-                                                 np.log(D) / 2)]
-    return tuple(int(step[i[0]]) if len(i) else None for i in below)
+    ends = [step[tot < th] for th in ((np.log(n_answers) + np.log(D)) / 2, np.log(D) / 2)]
+    return tuple(int(e[0]) if len(e) else None for e in ends)
 
 
 def fig5_summary(records):
-    """One line per seed, then each stage boundary as mean +- sd over the seeds."""
     lines, ends = [], []
     for r in sorted(records, key=lambda r: r["config"]["seed"]):
         c, cfg = r["result"], r["config"]
         ends.append(fig5_stages(c, cfg["R"] * cfg["D"], cfg["D"]))
-        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {ends[-1][0]}, "
-                     f"hallucination (total loss near ln {cfg['D']}) until step "
-                     f"{ends[-1][1]}; final total loss {c['total'][-1]:.4f}, test "
-                     f"accuracy {c['accuracy'][-1]:.3f}")
+        lines.append(f"fig5 seed {cfg['seed']}: plateau until step {ends[-1][0]}, hallucination "
+                     f"(total loss near ln {cfg['D']}) until step {ends[-1][1]}; final total "
+                     f"loss {c['total'][-1]:.4f}, test accuracy {c['accuracy'][-1]:.3f}")
     if len(ends) > 1 and None not in sum(ends, ()):
         (m1, m2), (s1, s2) = np.mean(ends, 0), np.std(ends, 0, ddof=1)
         lines.append(f"fig5 over {len(ends)} seeds: plateau until step {m1:.0f} ± {s1:.0f}, "
@@ -122,9 +114,8 @@ LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ra
 
 
 def linear_configs(g, seed):
-    """One capacity search per (d, seed).  The bracket: [d, d^2/2] (A1) if c_lo is None, else
-    [N(c_lo), N(c_hi)] with d^2 = c N ln N ([ours]: our runs put the capacity at c = 0.85 to
-    1.2, well inside [0.8, 4])."""
+    """One capacity search per (d, seed) in the bracket [d, d^2/2] (A1) if c_lo is None, else
+    in [N(c_lo), N(c_hi)] with d^2 = c N ln N ([ours])."""
     out = []
     for d in (d for d in g["d"] if d <= g["dmax"]):
         lo, hi = d, d * d // 2
@@ -143,8 +134,7 @@ def linear_one(cfg):
                                                                      cfg["steps"]))
     lo, hi = cfg["lo"], cfg["hi"]
     cap99 = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
-    # the 100% criterion is stricter on the same draw, so its capacity is at most cap99 (which
-    # may lie below lo: the search widened down)
+    # stricter on the same draw: at most cap99, which may lie below lo (the search widened down)
     cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, min(lo, cap99),
                                    cap99, cfg["ratio"], widen=1)
     hacc, heb = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
@@ -158,8 +148,7 @@ def linear_one(cfg):
 
 
 def linear_fits(records):
-    """c in d^2 = c N ln N for each curve (geometric mean over all (d, seed) points), and the
-    bits per parameter it implies."""
+    """Per curve: c in d^2 = c N ln N (geometric mean over the (d, seed) points), its bits/param."""
     out = {}
     for key in ("cap99", "cap100", "hebb99", "hebb100"):
         pts = [(r["result"][key], r["config"]["d"]) for r in records if r["result"][key] > 1]
@@ -171,7 +160,6 @@ def linear_fits(records):
 
 
 def linear_summary(records):
-    """Per d: mean capacities over seeds and the c = d^2 / (N ln N) of the trained 99% mean."""
     rows = ["| d | seeds | trained 99% | trained 100% | Hebbian 100% | c (trained 99%) |",
             "|---|---|---|---|---|---|"]
     for d in sorted({r["config"]["d"] for r in records}):
@@ -202,18 +190,15 @@ def mlp_configs(g, seed):
     packing).  M = None: N classes, f(i) = i; M = 32: f(i) = (i M) // N.  The bracket: "paper"
     [d, m d] (A2), or "authors" [Nref/2, 2 Nref] around the authors' line ([ours])."""
     out = []
-    for M in g["M"]:
-        for d, alpha in ((d, a) for d in g["d"] if d <= g["dmax"] for a in g["alpha"]):
-            md, regime = alpha * d * d, "M=N" if M is None else "M=32"
-            if g["max_md"] is not None and md > g["max_md"]:
-                continue
-            ref = theory.mlp_reference_N(md, regime)
-            lo, hi = (max(2, int(ref / 2)), int(2 * ref) + 1)
-            if g["bracket"] == "paper":
-                lo, hi = d, md
-            out += [{"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s, "lr": g["lr"],
-                     "steps": g["steps"], "patience": g["patience"], "ratio": g["ratio"],
-                     "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
+    for M, d, alpha in itertools.product(g["M"], g["d"], g["alpha"]):
+        md, regime = alpha * d * d, "M=N" if M is None else "M=32"
+        if d > g["dmax"] or (g["max_md"] is not None and md > g["max_md"]):
+            continue
+        ref = theory.mlp_reference_N(md, regime)
+        lo, hi = (d, md) if g["bracket"] == "paper" else (max(2, int(ref / 2)), int(2 * ref) + 1)
+        out += [{"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s, "lr": g["lr"],
+                 "steps": g["steps"], "patience": g["patience"], "ratio": g["ratio"],
+                 "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
     return sorted(out, key=lambda c: -c["alpha"] * c["d"] ** 2)
 
 
@@ -239,11 +224,10 @@ def mlp_fits(records):
         rs = [r for r in records if r["config"]["regime"] == regime and r["result"]["cap99"] > 1]
         if len(rs) < 2:
             continue
-        N = np.array([r["result"]["cap99"] for r in rs], float)
-        md = np.array([r["result"]["md"] for r in rs], float)
+        N, md = np.array([(r["result"]["cap99"], r["result"]["md"]) for r in rs], float).T
         c = theory.fit_constant(N * np.log(N) if regime == "M=N" else N, md)
         out[regime] = {"c": c, "bits_per_param": theory.bits_per_param_mlp(c, regime),
-                       "loglog_slope": float(np.polyfit(np.log(md), np.log(N), 1)[0])}
+                       "loglog_slope": theory.loglog_slope(md, N)}
     return out
 
 
@@ -255,9 +239,8 @@ def mlp_summary(records):
 # Paper A, Fig. 4 left: facts stored against parameters of the one-layer transformer.
 
 FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
-                      steps=3000,
-                      batch=256, eval_every=50, patience=None, n_test=1024, prompts_per_fact=4,
-                      bracket=[0.07, 0.14], dtype="float32", dmax=64),
+                      steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
+                      prompts_per_fact=4, bracket=[0.07, 0.14], dtype="float32", dmax=64),
                  tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1]),
                  full=dict(d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25], b=[4, 2, 1, 0.5, 0.25],
                            lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024, bracket=None))
@@ -265,10 +248,11 @@ FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, l
 
 def facts_configs(g, seed):
     """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
-    unless H is given.  Bracket: S in [sqrt(c_lo params), sqrt(c_hi params)] (bracket = [c_lo,
-    c_hi]), or the paper's [2, sqrt(params)] (None)."""
+    unless given; S in sqrt(bracket * params), or the paper's [2, sqrt(params)] if None."""
     if g["H"] is not None and g["H"] != int(g["H"]):
         raise ValueError(f"H must be a whole number of heads, got {g['H']}")
+    keep = {k: g[k] for k in ("D", "T", "lrs", "steps", "batch", "eval_every", "patience",
+                              "n_test", "prompts_per_fact", "dtype")}
     out = []
     for d, a, b in ((d, a, b) for d in g["d"] if d <= g["dmax"] for a in g["a"] for b in g["b"]):
         H = int(g["H"] or (8 if d % 8 == 0 else d // 4))
@@ -279,8 +263,6 @@ def facts_configs(g, seed):
         lo, hi = (2, math.sqrt(P))
         if g["bracket"] is not None:
             lo, hi = (math.sqrt(c * P) for c in g["bracket"])
-        keep = {k: g[k] for k in ("D", "T", "lrs", "steps", "batch", "eval_every", "patience",
-                                  "n_test", "prompts_per_fact", "dtype")}
         out.append(dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=seed,
                         lo=int(lo), hi=int(math.ceil(hi))))
     return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
@@ -322,7 +304,6 @@ def facts_fits(records):
 
 
 def facts_summary(records):
-    """One row per transformer size: capacities under both criteria and facts per parameter."""
     rows = ["| d | H | dh | m | params | S (fresh 99%) | S (every fact) | facts/param |",
             "|---|---|---|---|---|---|---|---|"]
     for r in sorted(records, key=lambda r: r["result"]["params"]):
@@ -361,19 +342,18 @@ def tradeoff_one(cfg):
             "fresh99": t["fresh99"], "all_facts": t["all_facts"], "runs": t["runs"]}
 
 
-def tradeoff_frontier(records, key="fresh_acc", threshold=0.99):
-    """The frontier read off the measurements: for each attention size, the smallest MLP size
-    whose accuracy reaches the threshold (None if no width in the grid does)."""
+def tradeoff_frontier(records):
+    """The measured frontier: per attention size, the smallest MLP size whose accuracy on fresh
+    prompts reaches 0.99 (None if no width in the grid does)."""
     res = [r["result"] for r in records]
     return [(a, min((x["mlp_params"] for x in res if x["attn_params"] == a
-                     and (x[key] or 0) >= threshold), default=None))
+                     and x["fresh_acc"] >= 0.99), default=None))
             for a in sorted({x["attn_params"] for x in res})]
 
 
 def tradeoff_fits(records):
-    """[ours] Parameters per fact of each side: the least-squares c_attn, c_mlp of
-    attn / c_attn + mlp / c_mlp = facts through the measured frontier (each side stores a
-    share of the facts in proportion to its parameters); the authors' frontier gives 4.49, 2.25."""
+    """[ours] Parameters per fact of each side: the least-squares c_attn, c_mlp of attn / c_attn
+    + mlp / c_mlp = facts through the measured frontier (the authors' frontier: 4.49, 2.25)."""
     facts = records[0]["result"]["facts"]
     front = [(a, m) for a, m in tradeoff_frontier(records) if m is not None]
     out = {"facts": facts, "frontier points": len(front),
@@ -386,7 +366,6 @@ def tradeoff_fits(records):
 
 
 def tradeoff_summary(records):
-    """The accuracy on fresh prompts per cell (MLP size down, attention size across), the fits."""
     c, cells = records[0]["config"], {(r["config"]["m"], r["config"]["H"]): r for r in records}
     Hs, ms = sorted({H for _, H in cells}), sorted({m for m, _ in cells}, reverse=True)
     rows = ["| MLP \\ attention | " + " | ".join(f"{c['d'] * c['dh'] * H} (H={H})" for H in Hs)
@@ -465,8 +444,7 @@ def learner_logits(cfg, fixed, train_set, test):
 def gaussian_fresh_accuracy(logits, labels):
     """[ours] Accuracy if each test row's wrong logits were Gaussian around the frozen bias b
     (the per-label mean over rows) plus a row shift mu, with the row's own sd s: mean over rows
-    of prod_{v != y} Phi((l_y - mu - b_v) / s).  Its excess over the argmax accuracy is what
-    the heavier-than-Gaussian tails of the fresh noise cost."""
+    of prod_{v != y} Phi((l_y - mu - b_v) / s)."""
     rows = np.arange(len(labels))
     W = logits - logits.mean(1, keepdims=True)
     right = W[rows, labels].copy()                             # the correct logits
@@ -527,8 +505,7 @@ def theory_version():
 
 
 def b_agree_configs(g, seed):
-    """3 x DRAWS draws per tuning point: an sd from n draws is uncertain by about
-    1/sqrt(2 (n - 1)) of it (9% at 60); DRAWS at the hidden points."""
+    """One config per point: `draws` draws at the tuning points, `hidden_draws` at the hidden."""
     pts = [(p, False, g["draws"]) for p in g["points"]]
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
     version = theory_version()
@@ -568,12 +545,10 @@ def agreement_rows(records):
 
 
 def b_agree_summary(records):
-    """agreement_rows as a table (tuning points, then hidden ones), then per set the stats of
-    agreement_stats."""
+    """agreement_rows as a table (tuning points, then hidden ones), then agreement_stats per set."""
     rows = agreement_rows(records)
-    lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) "
-             "| diff | sd without z2 spread | fresh-noise formula | measured, Gaussian fresh "
-             "noise |",
+    lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
+             "diff | sd without z2 spread | fresh-noise formula | measured, Gaussian fresh noise |",
              "|" + "---|" * 14]
     for w in rows:
         diff = round(w["pred"], 3) - round(w["meas"], 3)
@@ -582,16 +557,15 @@ def b_agree_summary(records):
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
                      f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {diff:+.3f} | {w['sd_b']:.3f} | "
                      f"{w['fresh']:.3f} | {w['gauss']:.3f} |")
-    for hidden in (False, True):
-        w = [r for r in rows if r["hidden"] == hidden]
-        lines += [agreement_stats(w, "hidden" if hidden else "tuning")] if w else []
+    for name in ("tuning", "hidden"):
+        w = [r for r in rows if r["hidden"] == (name == "hidden")]
+        lines += [agreement_stats(w, name)] if w else []
     return "\n".join(lines)
 
 
 def agreement_stats(rows, name):
     """Mean and largest |predicted - measured|, mean signed error, how many predicted sds lie
-    within 30% of the measured one; against the fresh-noise formula, and against the same draws
-    scored with Gaussian fresh noise, as the theory assumes it (gaussian_fresh_accuracy)."""
+    within 30% of the measured; the same against the fresh-noise formula and Gaussian scores."""
     diff, fresh, gauss = (np.array([w[a] - w[b] for w in rows]) for a, b in
                           (("pred", "meas"), ("fresh", "meas"), ("pred", "gauss")))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
@@ -649,19 +623,17 @@ def b_mlp_summary(records):
         rs = sorted((r for r in records if r["config"]["d"] == d),
                     key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
         c = rs[0]["config"]                                        # attention only
-        V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
-        ms = sorted({r["config"]["m"] for r in rs if "m" in r["config"]})
+        args = (c["V"], c["Ns"][0], d, c["L"], c["q"])
+        mlps = [f"+ MLP m={m} {theory.retrieval_accuracy(*args, m):.3f}"
+                for m in sorted({r["config"]["m"] for r in rs if "m" in r["config"]})]
         out.append(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}", "attention only"))
         out.append(f"predicted (no centred variant): attention only "
-                   f"{theory.retrieval_accuracy(V, N, d, L, q):.3f}, " + ", ".join(
-                       f"+ MLP m={m} {theory.retrieval_accuracy(V, N, d, L, q, m):.3f}"
-                       for m in ms) + "\n")
+                   f"{theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps) + "\n")
     return "\n".join(out)
 
 
 # ----------------------------------------------------------------------------- b_scaling
-# N* against d, L and V where the paper lives (d < V) for three learners, the formula's N* beside
-# the measured one, the ceiling where attention alone cannot reach tau, and the one-snr collapse.
+# N* against d, L and V at d < V for three learners beside the formula's; the one-snr collapse.
 
 B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
                           L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], Nmax=32768, top=32,
@@ -679,11 +651,10 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
 
 def b_scaling_configs(g, seed):
     """Three panels: d at (V0, L0), with one d >= V contrast (d_contrast); L at (V0, d0); V at
-    d = V/2, L0.  At every point three steps (N <= Nmax), gradient information
-    (N <= gradinfo_Nmax) and Adam (adam_draws draws, N <= adam_Nmax).  N = 16, 32, ...
-    up to top V^2/d (at saturated attention N* grows as V^2/d, MODEL.md 4.8) and at most those
-    tops; an N* beyond prints "-".
-    Lmax = the longest L: every point of a draw shares its informative tokens (paired over L)."""
+    d = V/2, L0.  At every point three steps (N <= Nmax), gradient information (N <=
+    gradinfo_Nmax) and Adam (adam_draws draws, N <= adam_Nmax), on N = 16, 32, ... up to top
+    V^2/d (N* grows as V^2/d at saturated attention, MODEL.md 4.8).  Lmax = the longest L:
+    every point of a draw shares its informative tokens (paired over L)."""
     if not 1 / min(g["V"] + [g["V0"]]) < g["tau"] < 1 or g["d_contrast"] < g["V0"]:
         raise ValueError(f"need 1/V < tau < 1 at every V and d_contrast >= V0; got tau="
                          f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
@@ -713,16 +684,6 @@ def b_scaling_one(cfg):
     return res
 
 
-def scaling_panel(records, over, method):
-    """The records of one panel (over = "d", "L" or "V") and one learner, sorted by `over`."""
-    c = records[0]["config"]
-    member = {"d": lambda r: r["V"] == c["V0"] and r["L"] == c["L0"],
-              "L": lambda r: r["V"] == c["V0"] and r["d"] == c["d0"],
-              "V": lambda r: r["d"] == r["V"] // 2 and r["L"] == c["L0"]}[over]
-    return sorted((r for r in records if r["config"]["method"] == method and member(r["config"])),
-                  key=lambda r: r["config"][over])
-
-
 def crossing(xs, ys, tau):
     """First x where y reaches tau, interpolated in log x; None if never (xs[0] if already)."""
     if len(ys) and ys[0] >= tau:                    # already there at the first x: a bound
@@ -745,9 +706,8 @@ def nstar_bootstrap(recs, resamples=200, seed=0):
 
 
 def slope_interval(x, boot):
-    """Fitted log-log slope of N* against x over the points with an N* on the draws as run, its
-    95% bootstrap interval, and how many resamples were left out because one of those points
-    had no N* in them (the interval is conditional on the rest)."""
+    """Log-log slope of N* against x over the points with an N* on the draws as run, its 95%
+    bootstrap interval over the resamples where each of them has one, and how many lack one."""
     fit = np.isfinite(boot[0])
     slopes = np.array([theory.loglog_slope(x[fit], row[fit]) if np.isfinite(row[fit]).all()
                        else math.nan for row in boot])
@@ -757,10 +717,15 @@ def slope_interval(x, boot):
 
 
 def scaling_points(records, over, method):
-    """x, N* (draws as run), its 95% interval (lo, hi), the formula's N* (three steps only,
-    else nan), the bootstrap rows, which x have d < V, which N* are bounds (reached at the first
-    N already), and which are fitted: d < V and an N* that is not a bound."""
-    recs = scaling_panel(records, over, method)
+    """One learner's panel (over = "d", "L" or "V"; None if empty), sorted by over: x, N* (draws
+    as run), its 95% interval (lo, hi), the formula's N* (three steps, else nan), the bootstrap
+    rows, which x have d < V, which N* are bounds (reached at the first N) and which are fitted."""
+    c = records[0]["config"]
+    member = {"d": lambda r: r["V"] == c["V0"] and r["L"] == c["L0"],
+              "L": lambda r: r["V"] == c["V0"] and r["d"] == c["d0"],
+              "V": lambda r: r["d"] == r["V"] // 2 and r["L"] == c["L0"]}[over]
+    recs = sorted((r for r in records if r["config"]["method"] == method and member(r["config"])),
+                  key=lambda r: r["config"][over])
     if not recs:
         return None
     boot = nstar_bootstrap(recs)
@@ -774,19 +739,9 @@ def scaling_points(records, over, method):
                 fit=below & ~bound & np.isfinite(boot[0]), recs=recs)
 
 
-def ceiling(r):
-    """Where three steps never reaches tau: its best mean accuracy over the N grid (and that N)
-    and the formula's as N -> infinity."""
-    c, A = r["config"], np.array(r["result"]["accuracy"]).mean(0)
-    best = int(np.argmax(A))
-    return (f"ceiling: best mean {A[best]:.3f} at N = {c['Ns'][best]}, predicted "
-            f"{r['result']['predicted_limit']:.3f} as N -> inf")
-
-
 def scaling_table(records, over):
-    """N* per learner against `over` with its 95% interval; for three steps the formula's N*
-    and predicted / measured, or the ceiling; then each learner's exponent over the d < V points
-    (bootstrap interval) and the formula's over the points where three steps has an N*."""
+    """N* per learner against `over` (95% interval), the formula's N* and predicted / measured
+    or the ceiling; each learner's exponent over the d < V points, and the formula's."""
     pts = {m: p for m in LEARNERS if (p := scaling_points(records, over, m)) and len(p["x"]) > 1}
     c = records[0]["config"]
     lines = [f"\nN* against {over} (mean accuracy >= {c['tau']:g}; [95% interval, bootstrap over "
@@ -795,16 +750,19 @@ def scaling_table(records, over):
              + " | predicted (three steps) | predicted / measured |", "|---" * (len(pts) + 4) + "|"]
     three = pts["three_step"]
     for i, r in enumerate(three["recs"]):
-        cells = [nstar_cell(p, r["config"][over]) for p in pts.values()]
-        n, pred = three["n"][i], three["pred"][i]
-        n = math.nan if three["bound"][i] else n                     # a bound: no ratio
-        tail = (f"{pred:.0f} | {pred / n:.2f}" if np.isfinite(n) and np.isfinite(pred) else
-                f"{pred:.0f} | -" if np.isfinite(pred) else "- | " + ceiling(r))
-        lines.append(f"| {r['config'][over]} | {r['config']['d'] / r['config']['V']:.3g}"
-                     + "".join(f" | {x}" for x in cells) + f" | {tail} |")
+        cfg, pred = r["config"], three["pred"][i]
+        n = math.nan if three["bound"][i] else three["n"][i]          # a bound: no ratio
+        if np.isfinite(pred):
+            tail = f"{pred:.0f} | " + (f"{pred / n:.2f}" if np.isfinite(n) else "-")
+        else:                 # the ceiling: best mean accuracy over the N grid, the formula's
+            A = np.array(r["result"]["accuracy"]).mean(0)
+            tail = (f"- | ceiling: best mean {A.max():.3f} at N = {cfg['Ns'][A.argmax()]}, "
+                    f"predicted {r['result']['predicted_limit']:.3f} as N -> inf")
+        cells = "".join(f" | {nstar_cell(p, cfg[over])}" for p in pts.values())
+        lines.append(f"| {cfg[over]} | {cfg['d'] / cfg['V']:.3g}{cells} | {tail} |")
     for m, p in pts.items():
         s, lo, hi, out = slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
-        k = int(np.isfinite(p["n"][p["fit"]]).sum())
+        k = int(p["fit"].sum())                                  # fitted points have an N*
         fitted = (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
                   f"(bounds left out; {out} of {len(p['boot']) - 1} resamples without an N*)")
         lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit"))
@@ -832,8 +790,7 @@ def nstar_cell(p, x):
 def collapse_points(records):
     """Per (N, d, L) of three steps at V0: theory.retrieval_snr, the accuracy's mean and sd over
     draws; and the rms distance of the means from the one-snr curve theory.snr_accuracy."""
-    c0 = records[0]["config"]
-    V, pts = c0["V0"], []
+    V, pts = records[0]["config"]["V0"], []
     for r in records:
         c = r["config"]
         if c["method"] == "three_step" and c["V"] == V:
@@ -856,29 +813,29 @@ def b_scaling_summary(records):
 
 # ----------------------------------------------------------------------------- the list
 
+FLAGS = {"dmax": "only the d <= DMAX of the grid", "dtype": "float32 or float64",
+         "q": "query norm |WKQ z_eos| (attention sharpness)"}
+
+
 def experiment(name, help, **flags):
     """The block of experiment `name` for the runner: its grid NAME, name_configs, name_one
-    (draws_one if none) and name_summary; flags FIELD=text: --FIELD, short for --set FIELD=."""
-    block = globals()
-    return {"help": help, "grid": block[name.upper()], "configs": block[f"{name}_configs"],
+    (draws_one if none), name_summary; flags FIELD=text (--FIELD), then FLAGS' the grid has."""
+    block, grid = globals(), globals()[name.upper()]
+    flags.update({k: text for k, text in FLAGS.items() if k in grid["small"]})
+    return {"help": help, "grid": grid, "configs": block[f"{name}_configs"],
             "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"],
             "flags": flags}
 
 
-Q = "query norm |WKQ z_eos| (attention sharpness)"
 EXPERIMENTS = {e["name"]: experiment(**e) for e in [
     dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage",
-         steps="SGD steps (paper: 8192)", dtype="float32 or float64"),
-    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian",
-         dmax="only the d <= DMAX of the grid"),
-    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity",
-         dmax="only the d <= DMAX of the grid"),
-    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer",
-         dmax="only the d <= DMAX of the grid", dtype="float32 or float64"),
-    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts",
-         dtype="float32 or float64"),
+         steps="SGD steps (paper: 8192)"),
+    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian"),
+    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"),
+    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer"),
+    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts"),
     dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
-    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings", q=Q),
-    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred", q=Q),
+    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings"),
+    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred"),
     dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners",
-         draws="independent draws per point, at least 2", tau="target accuracy", q=Q)]}
+         draws="independent draws per point, at least 2", tau="target accuracy")]}
