@@ -32,8 +32,6 @@ def check_same(a, b, dtype):
     assert worst < tol, f"implementations disagree: {worst:.1e}"
 
 
-# ----------------------------------------------------------------------------- transformer
-
 def gradient(forward, backward, params, fixed, inputs, y):
     """Loss and gradients of one model (a forward/backward pair of recall.py)."""
     logits, cache = forward(params, fixed, inputs)
@@ -42,9 +40,9 @@ def gradient(forward, backward, params, fixed, inputs, y):
 
 
 def fast_vs_textbook(model, data, dtype, step, *others, repeat=5):
-    """Seconds per step(gradients) with recall's <model>_forward/backward and with its
-    <model>_textbook_forward/backward on the same data (params, fixed, inputs, y), alternating
-    with the `others`; first refuses forms whose gradients differ."""
+    """Seconds per step(gradients) with recall's <model>_forward/backward, with its textbook
+    form <model>_textbook_forward/backward (checked to give the same gradients on data =
+    (params, fixed, inputs, y)), and per call of each of the `others` (timeit)."""
     forms = [(getattr(rc, f"{model}{form}_forward"), getattr(rc, f"{model}{form}_backward"))
              for form in ("", "_textbook")]
     check_same(*(gradient(*form, *data)[1] for form in forms), dtype)
@@ -97,7 +95,8 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     params = {k: v.astype(dtype) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
     tokens, y = rc.sample_facts(task, B, rng)
     state = train.adam_init(params)
-    loss, grads = gradient(rc.transformer_forward, rc.transformer_backward, params, fixed, tokens, y)
+    loss, grads = gradient(rc.transformer_forward, rc.transformer_backward, params, fixed,
+                           tokens, y)
     # multiply-adds per row of our step, x2 for flops: attention n (e Ev) and its transpose
     # (2 V H (dh + 1)), WO and the MLP forward and backward, the unembedding and dy
     flops = 2 * B * (2 * task["vocab"] * H * (dh + 1) + 3 * d * (H * dh + 2 * m) + 2 * d * D * R)
@@ -109,9 +108,10 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
         check_same(*({"loss": l, **g} for l, g in (jgrad(jp, *jargs[4:]), (loss, grads))), dtype)
         assert run(*jargs)[0]["WQ"].dtype == params["WQ"].dtype   # JAX computes in our dtype
         jax_runs.append(lambda run=run, jargs=jargs: run(*jargs))
-    adam = lambda g: train.adam_step(params, g, state, 1e-3)       # noqa: E731
-    return flops, fast_vs_textbook("transformer", (params, fixed, tokens, y), dtype, adam,
-                                   *jax_runs, repeat=7)
+    t_ours, t_naive, *t_jax = fast_vs_textbook(
+        "transformer", (params, fixed, tokens, y), dtype,
+        lambda g: train.adam_step(params, g, state, 1e-3), *jax_runs, repeat=7)
+    return t_ours, t_naive, flops / t_ours / 1e9, t_jax
 
 
 def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours, textbook)
@@ -122,8 +122,6 @@ def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours,
     data = (p, {"E": np.eye(d, dtype=dtype)}, *rc.sample_facts(task, B, rng))
     return fast_vs_textbook("linear_attention", data, dtype, lambda g: train.sgd_step(p, g, 0.1))
 
-
-# ----------------------------------------------------------------------------- retrieval
 
 def bench_retrieval(V, d, L, N, dtype):                # one full-batch gradient: (ours, textbook)
     rng = np.random.default_rng(0)
@@ -156,8 +154,7 @@ def main(argv=None):
     print("    d   ours ms  textbook ms  speed-up  GFLOP/s  % matmul"
           + ("    JAX ms JAX / ours" if jax_steps else ""))
     for d in ([32] if args.quick else [32, 64, 128]):
-        flops, (t, tn, *tj) = bench_transformer(d, dtype, jax_steps=jax_steps)
-        g = flops / t / 1e9
+        t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"
               + "".join(f" {1e3 * x:9.2f} {x / t:9.2f}x" for x in tj))
     t, tn = bench_linear_attention(dtype)
