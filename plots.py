@@ -1,10 +1,7 @@
 """plots.py -- one function per figure, fig_<name>(records, path) -> the figure, drawing the
 records train.py wrote (train.load_records) and theory.py's curves.
 
-    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]
-
-draws the named figures (default: every one with results) from the last run at scale S (default:
-the newest run) into figures/<name>.png, figures/<S>/<name>.png at another scale, or FILE."""
+    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]"""
 import os
 
 import matplotlib
@@ -45,11 +42,17 @@ def legend_below(ax, ncol=2, dy=-0.14):
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
 
 
+def log_axes(ax, xlabel, ylabel, title, **legend):
+    """Log-log axes with these labels, the title, and the legend below (legend_below)."""
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    ax.set_title(title, fontsize="medium")
+    legend_below(ax, **legend)
+
+
 # ----------------------------------------------------------------------------- paper A
 
 def fig_fig5(records, path):
-    """Test losses of linear attention under SGD (the first seed; the others' total thin) and its
-    stages (the boundaries' mean over seeds, +-1 sd shaded)."""
+    """Test losses of linear attention under SGD and its stages (mean over seeds, +-1 sd)."""
     records = sorted(records, key=lambda r: r["config"]["seed"])
     c, cfg = records[0]["result"], records[0]["config"]
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
@@ -119,11 +122,8 @@ def fig_linear(records, path):
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
             label=r"2 bits per parameter (Gardner): $N\log_2 N = 2d^2$")
-    ax.set(xscale="log", yscale="log", xlabel=r"parameters $d^2$",
-           ylabel=r"capacity $N$ (associations)")
-    ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection",
-                 fontsize="medium")
-    legend_below(ax)
+    log_axes(ax, r"parameters $d^2$", r"capacity $N$ (associations)",
+             r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection")
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
@@ -150,12 +150,10 @@ def fig_mlp(records, path):
         ax.plot(xx, [theory.counting_bound_N(2 * v, M) for v in xx], "-", color="gray", lw=1,
                 label=r"2 bits per parameter (Gardner), params $= 2md$")
         f = fits.get(regime, {})
-        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
-                     f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} "
-                     "bits/param", fontsize="medium")
-        ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$",
-               ylabel=r"capacity $N$ (99% recalled)")
-        legend_below(ax, dy=-0.2)
+        log_axes(ax, r"$m \cdot d$", r"capacity $N$ (99% recalled)",
+                 f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
+                 f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} bits/param",
+                 dy=-0.2)
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
@@ -189,12 +187,10 @@ def fig_facts(records, path):
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     ax.plot(pp, [theory.counting_bound_N(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
-    ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$",
-           ylabel=r"facts stored $S\cdot R$")
+    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$",
+             f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
+             "$d_hH = a d$, $m = b d$", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
-                 "$d_hH = a d$, $m = b d$", fontsize="medium")
-    legend_below(ax, ncol=1)
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
@@ -206,8 +202,7 @@ def edges(v):
 
 
 def fig_tradeoff(records, path):
-    """Accuracy over (attention params d dh H, MLP params d m) at one fact table; the measured
-    frontier, its fit attn/c_attn + MLP/c_mlp = facts, and the authors' frontier."""
+    """Accuracy over (attention params d dh H, MLP params d m) at one fact table; frontiers."""
     attn, mlp = (sorted({r["result"][k] for r in records}) for k in ("attn_params", "mlp_params"))
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
     for x in (r["result"] for r in records):
@@ -234,16 +229,15 @@ def fig_tradeoff(records, path):
     if ca:
         ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
                 lw=1.5, label=f"fit: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    ax.set(xscale="log", yscale="log", xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
+    heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
+    log_axes(ax, rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
+             rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})",
+             f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
+             f"$d_h={cfg['dh']}$")
+    ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
     ax.minorticks_off()
-    heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
-    ax.set(xlabel=rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
-           ylabel=rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})")
-    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
-                 f"$d_h={cfg['dh']}$", fontsize="medium")
-    legend_below(ax)
     return with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
                                              "frontier": front}, "fits": fits})
 
@@ -356,8 +350,7 @@ def scaling_curve(ax, p, name, col, mk):
 
 
 def fig_b_scaling(records, path):
-    """N* against d, L and V of the three learners (scaling_curve); every three-step point at V0
-    against theory.retrieval_snr."""
+    """N* against d, L and V (scaling_curve); three-step accuracy against theory.retrieval_snr."""
     c0 = records[0]["config"]
     fig, axes = plt.subplots(1, 4, figsize=(17.0, 4.8))
     styles = {"three_step": ("C0", "o"), "gradinfo": ("C3", "D"), "adam": ("C2", "s")}
@@ -408,8 +401,9 @@ FIGURES = {name: globals()[f"fig_{name}"] for name in ex.EXPERIMENTS}   # name -
 
 
 def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
-    """Draw figure `name` from the last run at `scale` (None: the newest) in `results`; returns
-    the file written.  FileNotFoundError if there is nothing to draw."""
+    """Draw figure `name` from the last run at `scale` (None: the newest) in `results` into
+    `path`, by default figures/<name>.png (figures/<scale>/<name>.png at a scale other than
+    small); returns the file written.  FileNotFoundError if there is nothing to draw."""
     records, listed = train.load_records(results, name, scale)
     if not records:
         run = f"python train.py {name}" + (f" --scale {scale}" if scale else "") + (
@@ -423,8 +417,7 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     with plt.rc_context(TALK if talk else STYLE):
         fig = FIGURES[name](records, path)
         header(fig, listed, records)
-        if talk:
-            fig.set_size_inches(fig.get_size_inches() * TALK_SIZE)
+        fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
