@@ -32,8 +32,6 @@ def check_same(a, b, dtype):
     assert worst < tol, f"implementations disagree: {worst:.1e}"
 
 
-# ----------------------------------------------------------------------------- transformer
-
 def gradient(forward, backward, params, fixed, inputs, y):
     """Loss and gradients of one model (a forward/backward pair of recall.py)."""
     logits, cache = forward(params, fixed, inputs)
@@ -41,8 +39,15 @@ def gradient(forward, backward, params, fixed, inputs, y):
     return loss, backward(dlogits, cache)
 
 
-FAST = (rc.transformer_forward, rc.transformer_backward)
-TEXTBOOK = (rc.transformer_textbook_forward, rc.transformer_textbook_backward)
+def fast_vs_textbook(model, data, dtype, step, *others, repeat=5):
+    """Seconds per step(gradients) with recall's <model>_forward/backward, with its textbook
+    form <model>_textbook_forward/backward (checked to give the same gradients on data =
+    (params, fixed, inputs, y)), and per call of each of the `others` (timeit)."""
+    forms = [(getattr(rc, f"{model}{form}_forward"), getattr(rc, f"{model}{form}_backward"))
+             for form in ("", "_textbook")]
+    check_same(*(gradient(*form, *data)[1] for form in forms), dtype)
+    return timeit(*(lambda form=form: step(gradient(*form, *data)[1]) for form in forms), *others,
+                  repeat=repeat)
 
 
 def jax_transformer_step():
@@ -90,12 +95,8 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     params = {k: v.astype(dtype) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
     tokens, y = rc.sample_facts(task, B, rng)
     state = train.adam_init(params)
-
-    def adam(form):                                   # one Adam step with that form's gradient
-        train.adam_step(params, gradient(*form, params, fixed, tokens, y)[1], state, 1e-3)
-
-    loss, grads = gradient(*FAST, params, fixed, tokens, y)
-    check_same(grads, gradient(*TEXTBOOK, params, fixed, tokens, y)[1], dtype)
+    loss, grads = gradient(rc.transformer_forward, rc.transformer_backward, params, fixed,
+                           tokens, y)
     # multiply-adds per row of our step, x2 for flops: attention n (e Ev) and its transpose
     # (2 V H (dh + 1)), WO and the MLP forward and backward, the unembedding and dy
     flops = 2 * B * (2 * task["vocab"] * H * (dh + 1) + 3 * d * (H * dh + 2 * m) + 2 * d * D * R)
@@ -107,8 +108,9 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
         check_same(*({"loss": l, **g} for l, g in (jgrad(jp, *jargs[4:]), (loss, grads))), dtype)
         assert run(*jargs)[0]["WQ"].dtype == params["WQ"].dtype   # JAX computes in our dtype
         jax_runs.append(lambda run=run, jargs=jargs: run(*jargs))
-    t_ours, t_naive, *t_jax = timeit(lambda: adam(FAST), lambda: adam(TEXTBOOK), *jax_runs,
-                                     repeat=7)
+    t_ours, t_naive, *t_jax = fast_vs_textbook(
+        "transformer", (params, fixed, tokens, y), dtype,
+        lambda g: train.adam_step(params, g, state, 1e-3), *jax_runs, repeat=7)
     return t_ours, t_naive, flops / t_ours / 1e9, t_jax
 
 
@@ -118,28 +120,18 @@ def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours,
     d, n_ans = task["vocab"], task["n_answers"]                       # one-hot: d = 41, 32
     p = {k: rng.standard_normal(s, dtype) / d for k, s in [("A", (d, d)), ("WV", (d, n_ans))]}
     data = (p, {"E": np.eye(d, dtype=dtype)}, *rc.sample_facts(task, B, rng))
-    forms = [(rc.linear_attention_forward, rc.linear_attention_backward),
-             (rc.linear_attention_textbook_forward, rc.linear_attention_textbook_backward)]
-    check_same(*(gradient(*f, *data)[1] for f in forms), dtype)
-    return timeit(*(lambda f=f: train.sgd_step(p, gradient(*f, *data)[1], 0.1) for f in forms))
+    return fast_vs_textbook("linear_attention", data, dtype, lambda g: train.sgd_step(p, g, 0.1))
 
 
-# ----------------------------------------------------------------------------- retrieval
-
-def bench_retrieval(V, d, L, N, dtype):
-    """One full-batch gradient of recall.retrieval_forward/backward against the textbook form
-    (per-position rows (N, L, d))."""
+def bench_retrieval(V, d, L, N, dtype):                # one full-batch gradient: (ours, textbook)
     rng = np.random.default_rng(0)
     task = rc.make_retrieval(V, d, L, rng)
     fixed = {k: v.astype(dtype) for k, v in rc.retrieval_fixed(task).items()}
     tokens, pos, labels = rc.sample_retrieval(task, N, rng)
     params = {"WKQ": rng.standard_normal((d, d)).astype(dtype),
               "WV": rng.standard_normal((d, d)).astype(dtype) / d}
-    forms = [(rc.retrieval_forward, rc.retrieval_backward),
-             (rc.retrieval_textbook_forward, rc.retrieval_textbook_backward)]
     data = (params, fixed, (tokens, pos), labels)
-    check_same(*(gradient(*form, *data)[1] for form in forms), dtype)
-    return timeit(*(lambda form=form: gradient(*form, *data) for form in forms), repeat=3)
+    return fast_vs_textbook("retrieval", data, dtype, lambda g: g, repeat=3)
 
 
 def main(argv=None):
@@ -159,9 +151,8 @@ def main(argv=None):
           "timed alternately with ours in this run" if jax_steps else "JAX: skipped (--no-jax)"
           if args.no_jax else "JAX: not importable here, so no side-by-side JAX timing (install "
           "jax in the Python running bench.py to get one)")
-    print(f"{'d':>5} {'ours ms':>9} {'textbook ms':>12} {'speed-up':>9} {'GFLOP/s':>8} "
-          f"{'% matmul':>9}"
-          + (f" {'JAX ms':>9} {'JAX / ours':>10}" if jax_steps else ""))
+    print("    d   ours ms  textbook ms  speed-up  GFLOP/s  % matmul"
+          + ("    JAX ms JAX / ours" if jax_steps else ""))
     for d in ([32] if args.quick else [32, 64, 128]):
         t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"

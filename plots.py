@@ -1,11 +1,7 @@
-"""plots.py -- one function per figure, each drawing records that train.py wrote.
+"""plots.py -- one function per figure, fig_<name>(records, path) -> the figure, drawing the
+records train.py wrote (train.load_records) and theory.py's curves.
 
-    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]
-
-draws the named figures (default: every one with results) from the last run at scale S (default:
-the newest run) into figures/<name>.png, figures/<S>/<name>.png at another scale, or FILE;
---talk draws them larger, for a projector.  Theory curves come from theory.py.  Every figure
-function is fig_<name>(records, path) -> the figure (records: what train.load_records returns)."""
+    python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]"""
 import os
 
 import matplotlib
@@ -36,21 +32,27 @@ def header(fig, listed, records):
              fontsize="x-small", color="0.35", va="bottom")
 
 
-def save_data(path, data):
-    """The numbers a figure plots, next to it as .json, so tests and readers can check them."""
+def with_data(fig, path, data):
+    """fig, once the numbers it plots are saved next to it as .json for tests and readers."""
     train.save_json(os.path.splitext(path)[0] + ".json", data)
+    return fig
 
 
 def legend_below(ax, ncol=2, dy=-0.14):
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
 
 
+def log_axes(ax, xlabel, ylabel, title, **legend):
+    """Log-log axes with these labels, the title, and the legend below (legend_below)."""
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    ax.set_title(title, fontsize="medium")
+    legend_below(ax, **legend)
+
+
 # ----------------------------------------------------------------------------- paper A
 
 def fig_fig5(records, path):
-    """Total, relation-only and subject-only test losses of linear attention under SGD (the
-    first seed), the other seeds' total loss thin; stages from the boundaries' mean over seeds,
-    each boundary's +-1 sd shaded."""
+    """Test losses of linear attention under SGD and its stages (mean over seeds, +-1 sd)."""
     records = sorted(records, key=lambda r: r["config"]["seed"])
     c, cfg = records[0]["result"], records[0]["config"]
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
@@ -90,8 +92,7 @@ def fig_fig5(records, path):
 
 def band(ax, records, x_of, key, color, label, style="o-", ms=None):
     """result[key] against x_of(record): mean over seeds with a min-max band; returns the
-    plotted (x, mean).  ms: open markers of that size, so a curve drawn over another one leaves
-    it visible."""
+    plotted (x, mean).  ms: open markers of that size (a curve drawn over another one)."""
     x = sorted({x_of(r) for r in records})
     vals = [[r["result"][key] for r in records if x_of(r) == v] for v in x]
     mean = np.array([np.mean(v) for v in vals])
@@ -121,13 +122,9 @@ def fig_linear(records, path):
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
             label=r"2 bits per parameter (Gardner): $N\log_2 N = 2d^2$")
-    ax.set(xscale="log", yscale="log", xlabel=r"parameters $d^2$",
-           ylabel=r"capacity $N$ (associations)")
-    ax.set_title(r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection",
-                 fontsize="medium")
-    legend_below(ax)
-    save_data(path, {"plotted": plotted, "fits": fits})
-    return fig
+    log_axes(ax, r"parameters $d^2$", r"capacity $N$ (associations)",
+             r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection")
+    return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
 def fig_mlp(records, path):
@@ -135,7 +132,9 @@ def fig_mlp(records, path):
     fits = ex.mlp_fits(records)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
     plotted = {}
-    for ax, regime in zip(axes, ("M=N", "M=32")):
+    for ax, (regime, M, ref, law) in zip(axes, [
+            ("M=N", None, r"$m d = 0.35\,N\ln N$", r"$md = c\,N\ln N$"),
+            ("M=32", 32, r"$m d = 1.2\,N$", r"$md = c\,N$")]):
         rs = [r for r in records if r["config"]["regime"] == regime]
         for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
@@ -146,27 +145,20 @@ def fig_mlp(records, path):
             continue
         md_all = [r["result"]["md"] for r in rs]
         xx = np.geomspace(min(md_all) / 1.4, max(md_all) * 1.4, 50)
-        ref = "$m d = 0.35\\,N\\ln N$" if regime == "M=N" else "$m d = 1.2\\,N$"
         ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
                 label=f"{ref} (authors)")
-        M = None if regime == "M=N" else 32
         ax.plot(xx, [theory.counting_bound_N(2 * v, M) for v in xx], "-", color="gray", lw=1,
                 label=r"2 bits per parameter (Gardner), params $= 2md$")
         f = fits.get(regime, {})
-        law = r"$md = c\,N\ln N$" if regime == "M=N" else r"$md = c\,N$"
-        ax.set_title(f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
-                     f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} "
-                     "bits/param", fontsize="medium")
-        ax.set(xscale="log", yscale="log", xlabel=r"$m \cdot d$",
-               ylabel=r"capacity $N$ (99% recalled)")
-        legend_below(ax, dy=-0.2)
-    save_data(path, {"plotted": plotted, "fits": fits})
-    return fig
+        log_axes(ax, r"$m \cdot d$", r"capacity $N$ (99% recalled)",
+                 f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
+                 f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} bits/param",
+                 dy=-0.2)
+    return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
 def fig_facts(records, path):
-    """Facts stored against parameters 4 H dh d + 2 m d, both criteria, with the authors' line
-    and the 2-bits-per-parameter information line S R log2 D = 2 params."""
+    """Facts stored against parameters 4 H dh d + 2 m d, both criteria, with the theory lines."""
     fits = ex.facts_fits(records)
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted, P = {}, np.array([r["result"]["params"] for r in records])
@@ -195,14 +187,11 @@ def fig_facts(records, path):
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     ax.plot(pp, [theory.counting_bound_N(v, D) for v in pp], "-", color="gray", lw=1,
             label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
-    ax.set(xscale="log", yscale="log", xlabel=r"parameters $4Hd_hd + 2md$",
-           ylabel=r"facts stored $S\cdot R$")
+    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$",
+             f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
+             "$d_hH = a d$, $m = b d$", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_title(f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
-                 "$d_hH = a d$, $m = b d$", fontsize="medium")
-    legend_below(ax, ncol=1)
-    save_data(path, {"plotted": plotted, "fits": fits})
-    return fig
+    return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
 def edges(v):
@@ -213,13 +202,10 @@ def edges(v):
 
 
 def fig_tradeoff(records, path):
-    """Accuracy over (attention params d dh H, MLP params d m) at one fact table; the measured
-    frontier (only where a cell reached 99%), its fit attn/c_attn + MLP/c_mlp = facts, and the
-    authors' frontier."""
+    """Accuracy over (attention params d dh H, MLP params d m) at one fact table; frontiers."""
     attn, mlp = (sorted({r["result"][k] for r in records}) for k in ("attn_params", "mlp_params"))
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
-    for r in records:
-        x = r["result"]
+    for x in (r["result"] for r in records):
         acc[mlp.index(x["mlp_params"]), attn.index(x["attn_params"])] = x["fresh_acc"]
     facts, cfg = records[0]["result"]["facts"], records[0]["config"]
     fits = ex.tradeoff_fits(records)["frontier"]
@@ -227,11 +213,10 @@ def fig_tradeoff(records, path):
     fig, ax = plt.subplots(figsize=(6.6, 5.2))
     mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
     fig.colorbar(mesh, ax=ax).set_label("accuracy on fresh prompts", fontsize="small")
-    for i, m in enumerate(mlp):         # values on their cell's colour, above every line
-        for j, a in enumerate(attn):
-            ax.text(a, m, f"{acc[i, j]:.2f}", ha="center", va="center", fontsize="small",
-                    zorder=5, color="w" if acc[i, j] < 0.6 else "k",
-                    bbox={"fc": mesh.to_rgba(acc[i, j]), "ec": "none", "pad": 1})
+    for i, j in np.ndindex(acc.shape):      # values on their cell's colour, above every line
+        ax.text(attn[j], mlp[i], f"{acc[i, j]:.2f}", ha="center", va="center", fontsize="small",
+                zorder=5, color="w" if acc[i, j] < 0.6 else "k",
+                bbox={"fc": mesh.to_rgba(acc[i, j]), "ec": "none", "pad": 1})
     front = ex.tradeoff_frontier(records)                          # along the cells' lower edges
     level = [np.nan if m is None else ye[mlp.index(m)] for _, m in front]
     if not np.isnan(level).all():
@@ -244,26 +229,23 @@ def fig_tradeoff(records, path):
     if ca:
         ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-", color="C1",
                 lw=1.5, label=f"fit: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    ax.set(xscale="log", yscale="log", xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
+    heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
+    log_axes(ax, rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
+             rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})",
+             f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
+             f"$d_h={cfg['dh']}$")
+    ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
     ax.minorticks_off()
-    heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
-    ax.set(xlabel=rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
-           ylabel=rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})")
-    ax.set_title(f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
-                 f"$d_h={cfg['dh']}$", fontsize="medium")
-    legend_below(ax)
-    save_data(path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
-                                 "frontier": front}, "fits": fits})
-    return fig
+    return with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
+                                             "frontier": front}, "fits": fits})
 
 
 # ----------------------------------------------------------------------------- paper B
 
 def fig_b_agree(records, path):
-    """Predicted against measured accuracy: mean over draws with +-1 sd bars both ways
-    (experiments.agreement_rows; predicted with the frozen label bias)."""
+    """Predicted against measured accuracy, +-1 sd over draws (experiments.agreement_rows)."""
     rows = ex.agreement_rows(records)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
     ax.plot([0, 1], [0, 1], color="gray", lw=1)
@@ -279,16 +261,14 @@ def fig_b_agree(records, path):
                 color=col, label="open: the same draws scored with Gaussian fresh noise"
                 if i == 0 else None)
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
-           xlim=(0, 1),
-           ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
+           xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
     ax.legend(fontsize="small", loc="upper left")
     ax.set_title("three-step model: theory vs simulation", fontsize="small")
     return fig
 
 
 def fig_b_embed(records, path):
-    """Accuracy against N (mean +- sd over draws, all curves on each draw's sequences): one-hot
-    embeddings (d = V+2) and random embeddings at several d; the formula dotted."""
+    """Accuracy against N (mean +- sd over draws) of one-hot and random embeddings."""
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     records = sorted(records, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
     for i, r in enumerate(records):
@@ -316,25 +296,22 @@ def fig_b_embed(records, path):
 
 
 def fig_b_mlp(records, path):
-    """Per d: accuracy (mean, bars +-1 sd over paired draws) against m d / V of attention +
-    fixed MLP, plain and centred; attention only as a band; the formula dotted."""
+    """Per d: accuracy (mean +- 1 sd over paired draws) against m d / V, with and without MLP."""
     c = records[0]["config"]
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in records})
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True,
                              squeeze=False)
+    ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
+    arms = {(r["config"]["d"], r["config"].get("m"), r["config"]["centred"]):   # (draws,)
+            np.array(r["result"]["accuracy"])[:, 0] for r in records}
     for ax, d in zip(axes[0], ds):
-        def arm(**match):                           # the matching record's accuracies (draws,)
-            r = next(r for r in records if all(r["config"].get(k) == v
-                                               for k, v in dict(match, d=d).items()))
-            return np.array(r["result"]["accuracy"])[:, 0]
-        ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
         x = np.array(ms) * d / V
         for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
-            acc = [arm(m=m, centred=centred) for m in ms]
+            acc = [arms[d, m, centred] for m in ms]
             ax.errorbar(x, np.mean(acc, 1), np.std(acc, 1, ddof=1), fmt="o-", color=col, ms=3,
                         capsize=2, label=lab)
-        att = arm(m=None)
+        att = arms[d, None, False]                              # attention only
         ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k",
                    alpha=0.1, label="attention only ± 1 sd")
         ax.axhline(att.mean(), color="k", ls="--", label="attention only")
@@ -353,10 +330,8 @@ def fig_b_mlp(records, path):
 
 
 def scaling_curve(ax, p, name, col, mk):
-    """One learner's N* on one panel (experiments.scaling_points): the d < V points joined, the
-    d >= V contrast open and apart; bars, the 95% bootstrap interval (to the top where it has no
-    upper end); a triangle at the top of the N grid where there is no N*, an open one where N*
-    is a bound (reached at the first N).  Returns that top."""
+    """One learner's N* on one panel (experiments.scaling_points), bars its 95% bootstrap
+    interval; returns the top of its N grid, where a triangle marks an x without N*."""
     s, lo, hi, _ = ex.slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
     top, n, b = max(r["config"]["Ns"][-1] for r in p["recs"]), p["n"], p["below"]
     err = np.nan_to_num(np.array([n - p["lo"], np.where(np.isfinite(p["hi"]), p["hi"], 1e9) - n]))
@@ -375,9 +350,7 @@ def scaling_curve(ax, p, name, col, mk):
 
 
 def fig_b_scaling(records, path):
-    """N* against d, L and V (scaling_curve) of the three learners, the formula's N* dotted and
-    the coverage bound dashed; every three-step (N, d, L) point at V0 against
-    theory.retrieval_snr."""
+    """N* against d, L and V (scaling_curve); three-step accuracy against theory.retrieval_snr."""
     c0 = records[0]["config"]
     fig, axes = plt.subplots(1, 4, figsize=(17.0, 4.8))
     styles = {"three_step": ("C0", "o"), "gradinfo": ("C3", "D"), "adam": ("C2", "s")}
@@ -419,8 +392,7 @@ def fig_b_scaling(records, path):
                  "accuracy over draws reaches τ; bars: 95% bootstrap interval over draws; large "
                  "open circle, diamond, square: d ≥ V, not fitted; open triangle: a bound",
                  fontsize="small")
-    save_data(path, {"collapse": pts, "rms": rms})
-    return fig
+    return with_data(fig, path, {"collapse": pts, "rms": rms})
 
 
 # ----------------------------------------------------------------------------- command line
@@ -429,8 +401,9 @@ FIGURES = {name: globals()[f"fig_{name}"] for name in ex.EXPERIMENTS}   # name -
 
 
 def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
-    """Draw figure `name` from the last run at `scale` (None: the newest) in `results`; returns
-    the file written.  FileNotFoundError if there is nothing to draw."""
+    """Draw figure `name` from the last run at `scale` (None: the newest) in `results` into
+    `path`, by default figures/<name>.png (figures/<scale>/<name>.png at a scale other than
+    small); returns the file written.  FileNotFoundError if there is nothing to draw."""
     records, listed = train.load_records(results, name, scale)
     if not records:
         run = f"python train.py {name}" + (f" --scale {scale}" if scale else "") + (
@@ -444,8 +417,7 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     with plt.rc_context(TALK if talk else STYLE):
         fig = FIGURES[name](records, path)
         header(fig, listed, records)
-        if talk:
-            fig.set_size_inches(fig.get_size_inches() * TALK_SIZE)
+        fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
