@@ -1,15 +1,7 @@
-"""train.py -- optimizers, training loops, capacity search, and the runner behind the command line.
-
-    python train.py --help               lists the experiments (they live in experiments.py)
-    python train.py fig5 --help          the options of one experiment
-
-Every run writes one JSON record (its config, seed, measured numbers and wall time) to
-results/<experiment>/<key>.json, atomically, as soon as it finishes; rerunning skips finished
-records, so an interrupted sweep loses at most the runs in flight.  plots.py reads only these."""
+"""Optimizers, training loops, capacity search, and the runner behind `python train.py --help`."""
 import os
 
-# One BLAS thread per process, set before numpy is imported: the matrices are small, and threads
-# sharing cores with other --jobs processes spin (RESULTS.md, "Speed").  Parallelism: --jobs.
+# One BLAS thread per process, set before numpy is imported; parallelism is --jobs (RESULTS.md).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
@@ -68,8 +60,7 @@ def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
 # ----------------------------------------------------------------------------- capacity search
 
 def memoised(fn):
-    """fn(n) with each result computed once.  Returns (call, cache); the cache dict keeps every
-    trial a bisection made, so a record can store them and a second criterion can reuse them."""
+    """fn(n), each n computed once.  Returns (call, cache): the cache keeps every trial made."""
     cache = {}
 
     def call(n):
@@ -83,11 +74,9 @@ WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its firs
 
 
 def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
-    """Largest integer n with succeeds(n), assuming success is monotone in n: bisection in log
-    scale until hi/lo <= ratio.  [lo, hi] is a first guess, not an assumption: while lo fails it
-    halves (down to 1), while hi succeeds it doubles (up to widen * hi; widen=1 for a criterion
-    nested in another, whose hi is known to be the top).  An edge is still possible, and the
-    caller reports it: succeeds(n) False (even 1 fails), or n = widen * hi."""
+    """Largest integer n with succeeds(n), success monotone in n: bisection in log scale until
+    hi/lo <= ratio.  [lo, hi] is a first guess: while lo fails it halves (down to 1), while hi
+    succeeds it doubles (up to widen * hi).  Edges for the caller: even 1 fails, or widen * hi."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
@@ -107,8 +96,7 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
 
 def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, patience=None):
     """Full-batch Adam on the items x = 0..N-1 with labels y (N,) until the accuracy reaches
-    stop_at, `steps` run out or ([ours]) it has not improved for `patience` steps.  Returns the
-    first steps with accuracy >= 0.99 and = 1 (None if never), the best accuracy, steps taken."""
+    stop_at, `steps` run out or ([ours]) it has not improved for `patience` steps."""
     x = np.arange(len(y))                                          # (N,)
     state = adam_init(params)
     out, best_step = {"first99": None, "first100": None, "best": 0.0}, 0
@@ -128,8 +116,7 @@ def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, pati
 
 
 def linear_memory_trial(N, d, seed, lr, steps):
-    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (A1), until
-    every item is recalled or `steps` run out (see fit_memory)."""
+    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (A1); see fit_memory."""
     rng = np.random.default_rng([seed, d, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"), "U": rc.embeddings(N, d, rng, "sphere")}
     params = {"W": np.zeros((d, d))}                               # [ours] zero init
@@ -149,9 +136,8 @@ def hebbian_accuracy(N, d, seed):
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
-    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (A2),
-    until 99% of the items are recalled (see fit_memory).  M = None: N classes, f(i) = i;
-    M = 32: f(i) = (i M) // N.  Init variance 1/fan_in."""
+    """Train relu(E[x] W1 + b1) W2 U^T (init variance 1/fan_in) by full-batch Adam on N sphere
+    embeddings (A2) until 99% are recalled; f(i) = i (M = None, N classes) or (i M) // N."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"),
              "U": rc.embeddings(N if M is None else M, d, rng, "sphere")}
@@ -164,22 +150,21 @@ def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
 
 
 def transformer_trial(S, cfg):
-    """Train the one-layer transformer on S = R subjects/relations, D answers (`transformer_run`)
-    at each lr of cfg["lrs"] in turn until one reaches 99% on fresh prompts."""
-    out = {"S": S, "facts": S * S, "runs": []}
+    """transformer_run at each lr of cfg["lrs"] in turn, until one reaches 99% on fresh prompts."""
+    runs = []
     for lr in cfg["lrs"]:
-        out["runs"].append(transformer_run(S, cfg, lr))
-        if out["runs"][-1]["first_fresh99"] is not None:
+        runs.append(transformer_run(S, cfg, lr))
+        if runs[-1]["first_fresh99"] is not None:
             break
-    out["fresh99"] = any(r["first_fresh99"] is not None for r in out["runs"])
-    out["all_facts"] = any(r["first_all"] is not None for r in out["runs"])
-    return out
+    return {"S": S, "facts": S * S, "runs": runs, "fresh99": runs[-1]["first_fresh99"] is not None,
+            "all_facts": runs[-1]["first_all"] is not None}
 
 
 def transformer_run(S, cfg, lr):
-    """Adam on fresh batches, lr cosine-decayed to 0 ([ours]).  Every eval_every steps: accuracy
-    on n_test fresh prompts; once >= 0.99, on every fact (prompts_per_fact each).  Stops when all
-    are right, at `steps`, or ([ours]) after `patience` steps without 0.5 points (MODEL.md A4)."""
+    """Train the one-layer transformer on S = R subjects/relations, D answers: Adam on fresh
+    batches, lr cosine-decayed to 0 ([ours]).  Every eval_every steps: accuracy on n_test fresh
+    prompts; once >= 0.99, on every fact (prompts_per_fact each).  Stops when all are right, at
+    `steps`, or ([ours]) after `patience` steps without 0.5 points (MODEL.md A4)."""
     d, H, dh, m, dt = cfg["d"], cfg["H"], cfg["dh"], cfg["m"], np.dtype(cfg["dtype"])
     rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])
     task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
@@ -269,15 +254,13 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
-    """three_step as eta -> 0 at query norm q (the same argmax, tested).  With WV = O(eta) the
-    logits are O(eta), so to leading order the softmax is uniform and the loss gradient reaches
-    Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar) / N, whatever the weights.  Each step's
-    gradient is then the model's own backward pass from that dZ (run without U, its output is Z):
+    """three_step as eta -> 0 at query norm q (the same argmax; MODEL.md): the softmax is uniform
+    to leading order, so the loss gradient reaches Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar)
+    / N, and each step's gradient is the model's backward pass from dZ (without U, its output is Z):
         WV1  = -eta G0               G0 = grad_WV at zero
         WKQ1 = -gamma eta G1         G1 = grad_WKQ at WV = -G0 (= WV1 / eta), WKQ = 0
         WV2  = WV1 - gamma G2        G2 = grad_WV at WKQ = WKQ1 (the WV1 term is O(eta))
-    gamma eta is set by |WKQ1 z_eos| = q, and WV2 = -G2 drops the positive scale gamma.  At
-    WKQ = 0 attention and features do not depend on WV: steps 1 and 2 share one forward pass."""
+    gamma eta is set by |WKQ1 z_eos| = q, and WV2 = -G2 drops the positive scale gamma."""
     N = len(labels)
     dZ = -(fixed["U"][labels] - fixed["U"].mean(0)) / N            # (N, d)
     model = {k: v for k, v in fixed.items() if k != "U"}           # its output is Z
@@ -291,7 +274,7 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
                  for r, c in zip(parts, caches)]
         return {k: sum(g[k] for g in grads) for k in grads[0]}
     zero = zero_params(fixed)
-    at_zero = forward(zero)
+    at_zero = forward(zero)             # at WKQ = 0 the features do not depend on WV
     G0 = backward(at_zero)["WV"]
     G1 = backward(at_zero, {"WKQ": zero["WKQ"], "WV": -G0})["WKQ"]
     WKQ1 = -query_norm * G1 / np.linalg.norm(G1 @ fixed["z_eos"])
@@ -300,8 +283,7 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
-    """Longer training of the same model from zero: full-batch Adam on the same N samples.
-    At zero the WKQ gradient vanishes (WV = 0), so WV moves first, then the attention."""
+    """Longer training of the same model from zero: full-batch Adam on the same N samples."""
     params = zero_params(fixed)
     state = adam_init(params)
     for _ in range(steps):
@@ -336,8 +318,7 @@ def unique(configs):
 
 
 def save_json(path, obj):
-    """Write then rename, so a reader (or an interrupted run) never sees half a file.
-    NumPy scalars and arrays are written as numbers and lists."""
+    """Write then rename, so no reader sees half a file; NumPy values are written as lists."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
@@ -351,9 +332,8 @@ def read_json(path):
 
 
 def load_records(out, experiment, scale=None):
-    """The finished records of the last sweep of `experiment` at `scale` (None: the newest at
-    any scale) in folder `out`, and that sweep's list _set-<scale>.json (its scale, overrides
-    and record keys).  ([], None) if there is none."""
+    """The finished records of the last sweep of `experiment` at `scale` (None: at any scale) in
+    `out`, and that sweep's _set-<scale>.json (scale, overrides, keys); ([], None) if none."""
     folder = os.path.join(out, experiment)
     sets = sorted(glob.glob(os.path.join(folder, f"_set-{scale or '*'}.json")),
                   key=os.path.getmtime)
@@ -374,30 +354,25 @@ def _run_record(job):
                   "seconds": round(time.time() - t0, 3)}
 
 
-def _ignore_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # workers leave Ctrl-C to the parent
-
-
 def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", overrides=None,
           only=None):
-    """Run run_one(config) -> result for every config without a finished record; return all
-    records.  Each config carries its own seed, so results depend neither on `jobs` nor on order;
-    run_one must be module-level (the pool pickles it).  The record set (scale, overrides, keys)
-    goes to OUT/<experiment>/_set-<scale>.json for plots.py; only=I runs configuration I alone."""
+    """run_one(config) -> result for each config (or config `only`) with no record OUT/<experiment>/
+    <key>.json yet, saved as it finishes; returns the records.  Results depend neither on `jobs` nor
+    on order (configs carry their seeds); run_one must be module-level (the pool pickles it)."""
     configs = unique(configs)
+    keys = [config_key(c) for c in configs]
     folder = os.path.join(out, experiment)
-    paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
     if only is not None and not 0 <= only < len(configs):
         raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, got {only}")
     save_json(os.path.join(folder, f"_set-{scale}.json"),
-              {"experiment": experiment, "scale": scale, "set": overrides or {},
-               "keys": [config_key(c) for c in configs]})
+              {"experiment": experiment, "scale": scale, "set": overrides or {}, "keys": keys})
     if only is not None:
-        configs, paths = [configs[only]], [paths[only]]
+        configs, keys = [configs[only]], [keys[only]]
+    paths = [os.path.join(folder, k + ".json") for k in keys]
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
     pool = None
-    if jobs > 1 and len(todo) > 1:
-        pool = mp.Pool(min(jobs, len(todo)), initializer=_ignore_sigint)
+    if jobs > 1 and len(todo) > 1:                    # the workers leave Ctrl-C to the parent
+        pool = mp.Pool(min(jobs, len(todo)), signal.signal, (signal.SIGINT, signal.SIG_IGN))
     show, t0, done = sys.stderr.isatty() and todo, time.time(), len(configs) - len(todo)
     try:
         runs = pool.imap_unordered(_run_record, todo) if pool else map(_run_record, todo)
@@ -425,24 +400,22 @@ def parse_value(key, text, current, choices=None):
         value = json.loads("null" if text.lower() == "none" else text)
     except ValueError:
         value = text
-    many = isinstance(current, list)
+    examples = current if isinstance(current, list) else [current]
+    known = [x for x in examples if x is not None]
+    kinds = {type(x) for x in examples}                    # NoneType where None is
+    if float in kinds or kinds <= {type(None)}:            # an int for a float, a number for None
+        kinds |= {int, float}
+    positive = all(x > 0 for x in known if type(x) in (int, float))
+    want = (f"one of {', '.join(choices)}" if choices else "a positive number or none" if not known
+            else f"{'a positive' if positive else 'a'} value like {known[0]!r}")
     values = value if isinstance(value, list) else [value]
-    examples = current if many else [current]
-    kinds = {type(x) for x in examples if x is not None} or {int, float}   # None: a number
-    positive = all(x > 0 for x in examples if type(x) in (int, float))
     for v in values:
-        ok = type(v) in kinds or (v is None and None in examples) or (
-            type(v) is int and float in kinds)
-        if not ok or (positive and type(v) in (int, float) and v <= 0) or (
+        if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
                 choices and v not in choices):
-            like = [x for x in examples if x is not None][:1]
-            want = (f"one of {', '.join(choices)}" if choices else
-                    f"{'a positive' if positive else 'a'} value like {like[0]!r}" if like
-                    else "a positive number or none")
             raise ValueError(f"--set {key}={text}: expected {want}")
-    if kinds == {float}:                  # 1000 and 1000.0 are one config, not two
+    if known and all(type(x) is float for x in known):    # 1000 and 1000.0: one config, not two
         values = [v if v is None else float(v) for v in values]
-    return values if many else values[0]
+    return values if isinstance(current, list) else values[0]
 
 
 class _Parser(argparse.ArgumentParser):
