@@ -29,8 +29,6 @@ except (OSError, AttributeError):      # not glibc: nothing to do
     pass
 
 
-# ----------------------------------------------------------------------------- optimizers
-
 def sgd_step(params, grads, lr):
     """Plain (stochastic) gradient descent, in place:  p <- p - lr g."""
     for k in params:
@@ -57,8 +55,6 @@ def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
         params[k] -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
 
 
-# ----------------------------------------------------------------------------- capacity search
-
 def memoised(fn):
     """fn(n), each n computed once.  Returns (call, cache): the cache keeps every trial made."""
     cache = {}
@@ -74,9 +70,9 @@ WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its firs
 
 
 def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
-    """Largest integer n with succeeds(n), success monotone in n: bisection in log scale until
-    hi/lo <= ratio.  [lo, hi] is a first guess: while lo fails it halves (down to 1), while hi
-    succeeds it doubles (up to widen * hi).  Edges for the caller: even 1 fails, or widen * hi."""
+    """Largest n with succeeds(n) (monotone in n), by bisection in log scale to hi/lo <= ratio.
+    The guess [lo, hi] widens: lo halves while failing (to 1), hi doubles while succeeding (to
+    widen * hi); the caller reports either edge."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
@@ -91,8 +87,6 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
         return lo
     return theory.bisect_log(succeeds, lo, hi, ratio, integer=True, at_lo=True)[0]
 
-
-# ----------------------------------------------------------------------------- paper A: training
 
 def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, patience=None):
     """Full-batch Adam on the items x = 0..N-1 with labels y (N,) until the accuracy reaches
@@ -161,10 +155,9 @@ def transformer_trial(S, cfg):
 
 
 def transformer_run(S, cfg, lr):
-    """Train the one-layer transformer on S = R subjects/relations, D answers: Adam on fresh
-    batches, lr cosine-decayed to 0 ([ours]).  Every eval_every steps: accuracy on n_test fresh
-    prompts; once >= 0.99, on every fact (prompts_per_fact each).  Stops when all are right, at
-    `steps`, or ([ours]) after `patience` steps without 0.5 points (MODEL.md A4)."""
+    """Adam on fresh facts (S = R subjects/relations, D answers), lr cosine-decayed to 0 ([ours]);
+    every eval_every steps accuracy on n_test fresh prompts, once >= 0.99 on every fact.  Stops
+    when all are right, at `steps`, or ([ours]) after `patience` steps without 0.5 points (A4)."""
     d, H, dh, m, dt = cfg["d"], cfg["H"], cfg["dh"], cfg["m"], np.dtype(cfg["dtype"])
     rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])
     task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
@@ -209,11 +202,8 @@ def transformer_run(S, cfg, lr):
     return run
 
 
-# ----------------------------------------------------------------------------- paper B: training
-
 def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
-    """Mean cross-entropy and its gradient over all N samples, in chunks.  tokens (N, L),
-    pos (N,), labels (N,).  The gradient of a mean is the chunk-size-weighted sum of chunk means."""
+    """Mean cross-entropy and its gradient on tokens (N, L), pos (N,), labels (N,), in chunks."""
     N = len(labels)
     loss, grads = 0.0, {k: np.zeros_like(p) for k, p in params.items()}
     for s in range(0, N, chunk):
@@ -237,9 +227,8 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
         WV1  = -eta   grad_WV  L(WV=0,   WKQ=0)
         WKQ1 = -gamma grad_WKQ L(WV=WV1, WKQ=0)
         WV2  = WV1 - gamma grad_WV L(WV=WV1, WKQ=WKQ1)
-    Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}, float64.  Instead of gamma one may
-    give query_norm = q: gamma is then chosen so that the learned query w = WKQ1 z_eos has norm
-    q (WKQ1 is linear in gamma); as eta -> 0 only q matters (see three_step_limit)."""
+    Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}.  Instead of gamma, query_norm = q
+    sets gamma so that the learned query w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma)."""
     if (gamma is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma and query_norm")
     p0 = zero_params(fixed)  # exercise 7
@@ -254,9 +243,8 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
-    """three_step as eta -> 0 at query norm q (the same argmax; MODEL.md): the softmax is uniform
-    to leading order, so the loss gradient reaches Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar)
-    / N, and each step's gradient is the model's backward pass from dZ (without U, its output is Z):
+    """three_step as eta -> 0 at query norm q (same argmax; MODEL.md): the softmax is uniform, so
+    the gradient reaches Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar) / N; backward from dZ:
         WV1  = -eta G0               G0 = grad_WV at zero
         WKQ1 = -gamma eta G1         G1 = grad_WKQ at WV = -G0 (= WV1 / eta), WKQ = 0
         WV2  = WV1 - gamma G2        G2 = grad_WV at WKQ = WKQ1 (the WV1 term is O(eta))
@@ -301,9 +289,7 @@ def gradinfo_decoder(fixed, G, L):
     return C_hat.argmax(1)
 
 
-# ----------------------------------------------------------------------------- records
-
-RESULTS = "results"
+RESULTS = "results"         # the default folder of the records
 
 
 def config_key(config):
@@ -332,8 +318,8 @@ def read_json(path):
 
 
 def load_records(out, experiment, scale=None):
-    """The finished records of the last sweep of `experiment` at `scale` (None: at any scale) in
-    `out`, and that sweep's _set-<scale>.json (scale, overrides, keys); ([], None) if none."""
+    """The finished records of the newest sweep of `experiment` at `scale` (None: any) in `out`,
+    and that sweep's _set-<scale>.json (scale, overrides, keys); ([], None) if there is none."""
     folder = os.path.join(out, experiment)
     sets = sorted(glob.glob(os.path.join(folder, f"_set-{scale or '*'}.json")),
                   key=os.path.getmtime)
@@ -343,8 +329,6 @@ def load_records(out, experiment, scale=None):
     paths = [os.path.join(folder, key + ".json") for key in listed["keys"]]
     return [read_json(p) for p in paths if os.path.exists(p)], listed
 
-
-# ----------------------------------------------------------------------------- the runner
 
 def _run_record(job):
     path, experiment, run_one, config = job
@@ -389,8 +373,6 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
             sys.stderr.write("\n")
     return [read_json(p) for p in paths]
 
-
-# ----------------------------------------------------------------------------- command line
 
 def parse_value(key, text, current, choices=None):
     """A --set value: JSON (a plain word is text, `none` is null), of the type the grid field
