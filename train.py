@@ -30,7 +30,6 @@ except (OSError, AttributeError):      # not glibc: nothing to do
 
 
 def sgd_step(params, grads, lr):
-    """Plain (stochastic) gradient descent, in place:  p <- p - lr g."""
     for k in params:
         params[k] -= lr * grads[k]
 
@@ -56,7 +55,6 @@ def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
 
 
 def memoised(fn):
-    """fn(n), each n computed once.  Returns (call, cache): the cache keeps every trial made."""
     cache = {}
 
     def call(n):
@@ -173,8 +171,7 @@ def transformer_run(S, cfg, lr):
                                *(facts or ()))
         return rc.accuracy(rc.transformer_forward(params, fixed, x)[0], y)
 
-    run = {"lr": lr, "first_fresh99": None, "first_all": None, "fresh_acc": 0.0,
-           "exact_acc": None}
+    run = {"lr": lr, "first_fresh99": None, "first_all": None}
     best, best_step = 0.0, 0
     for step in range(cfg["steps"] + 1):
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
@@ -293,7 +290,6 @@ RESULTS = "results"         # the default folder of the records
 
 
 def config_key(config):
-    """A short stable name for a config: a hash of its canonical JSON."""
     blob = json.dumps(config, sort_keys=True, default=float)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -400,9 +396,7 @@ def parse_value(key, text, current, choices=None):
     return values if isinstance(current, list) else values[0]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit status 2."""
-
+class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
     def error(self, message):
         sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
         sys.exit(2)
