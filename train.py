@@ -336,9 +336,9 @@ def _run_record(job):
 
 def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", overrides=None,
           only=None):
-    """run_one(config) -> result for each config (or config `only`) with no record OUT/<experiment>/
-    <key>.json yet, saved as it finishes; returns the records.  Results depend neither on `jobs` nor
-    on order (configs carry their seeds); run_one must be module-level (the pool pickles it)."""
+    """Run run_one(config) -> result for each config (or config `only`) that has no record yet,
+    saving OUT/<experiment>/<key>.json as each finishes; return the records.  Configs carry their
+    seeds, so results depend neither on `jobs` nor on order; run_one must be module-level."""
     configs = unique(configs)
     keys = [config_key(c) for c in configs]
     folder = os.path.join(out, experiment)
@@ -372,7 +372,7 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
 
 def parse_value(key, text, current, choices=None):
     """A --set value: JSON (a plain word is text, `none` is null), of the type the grid field
-    `key` has now (an int where a float is, anything where None is); a list field takes one
+    `key` has now (an int where a float is, a number where None is); a list field takes one
     value or a list.  Sizes, counts and rates stay positive; a text stays among `choices`."""
     try:
         value = json.loads("null" if text.lower() == "none" else text)
@@ -384,8 +384,9 @@ def parse_value(key, text, current, choices=None):
     if float in kinds or kinds <= {type(None)}:            # an int for a float, a number for None
         kinds |= {int, float}
     positive = all(x > 0 for x in known if type(x) in (int, float))
-    want = (f"one of {', '.join(choices)}" if choices else "a positive number or none" if not known
-            else f"{'a positive' if positive else 'a'} value like {known[0]!r}")
+    want = (f"one of {', '.join(choices)}" if choices else
+            f"{'a positive' if positive else 'a'} value like {known[0]!r}" if known
+            else "a positive number or none")
     values = value if isinstance(value, list) else [value]
     for v in values:
         if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
