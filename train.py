@@ -1,15 +1,7 @@
-"""train.py -- optimizers, training loops, capacity search, and the runner behind the command line.
-
-    python train.py --help               lists the experiments (they live in experiments.py)
-    python train.py fig5 --help          the options of one experiment
-
-Every run writes one JSON record (its config, seed, measured numbers and wall time) to
-results/<experiment>/<key>.json, atomically, as soon as it finishes; rerunning skips finished
-records, so an interrupted sweep loses at most the runs in flight.  plots.py reads only these."""
+"""Optimizers, training loops, capacity search, and the runner behind `python train.py --help`."""
 import os
 
-# One BLAS thread per process, set before numpy is imported: the matrices are small, and threads
-# sharing cores with other --jobs processes spin (RESULTS.md, "Speed").  Parallelism: --jobs.
+# One BLAS thread per process, set before numpy is imported; parallelism is --jobs (RESULTS.md).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
@@ -37,10 +29,7 @@ except (OSError, AttributeError):      # not glibc: nothing to do
     pass
 
 
-# ----------------------------------------------------------------------------- optimizers
-
 def sgd_step(params, grads, lr):
-    """Plain (stochastic) gradient descent, in place:  p <- p - lr g."""
     for k in params:
         params[k] -= lr * grads[k]
 
@@ -65,11 +54,7 @@ def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
         params[k] -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
 
 
-# ----------------------------------------------------------------------------- capacity search
-
 def memoised(fn):
-    """fn(n) with each result computed once.  Returns (call, cache); the cache dict keeps every
-    trial a bisection made, so a record can store them and a second criterion can reuse them."""
     cache = {}
 
     def call(n):
@@ -83,11 +68,9 @@ WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its firs
 
 
 def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
-    """Largest integer n with succeeds(n), assuming success is monotone in n: bisection in log
-    scale until hi/lo <= ratio.  [lo, hi] is a first guess, not an assumption: while lo fails it
-    halves (down to 1), while hi succeeds it doubles (up to widen * hi; widen=1 for a criterion
-    nested in another, whose hi is known to be the top).  An edge is still possible, and the
-    caller reports it: succeeds(n) False (even 1 fails), or n = widen * hi."""
+    """Largest n with succeeds(n) (monotone in n), by bisection in log scale to hi/lo <= ratio.
+    The guess [lo, hi] widens: lo halves while failing (to 1), hi doubles while succeeding (to
+    widen * hi); the caller reports either edge."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
@@ -103,12 +86,9 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
     return theory.bisect_log(succeeds, lo, hi, ratio, integer=True, at_lo=True)[0]
 
 
-# ----------------------------------------------------------------------------- paper A: training
-
 def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, patience=None):
     """Full-batch Adam on the items x = 0..N-1 with labels y (N,) until the accuracy reaches
-    stop_at, `steps` run out or ([ours]) it has not improved for `patience` steps.  Returns the
-    first steps with accuracy >= 0.99 and = 1 (None if never), the best accuracy, steps taken."""
+    stop_at, `steps` run out or ([ours]) it has not improved for `patience` steps."""
     x = np.arange(len(y))                                          # (N,)
     state = adam_init(params)
     out, best_step = {"first99": None, "first100": None, "best": 0.0}, 0
@@ -128,8 +108,7 @@ def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, pati
 
 
 def linear_memory_trial(N, d, seed, lr, steps):
-    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (A1), until
-    every item is recalled or `steps` run out (see fit_memory)."""
+    """Train W (d, d) by full-batch Adam on N sphere embeddings, f(i) = i (A1); see fit_memory."""
     rng = np.random.default_rng([seed, d, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"), "U": rc.embeddings(N, d, rng, "sphere")}
     params = {"W": np.zeros((d, d))}                               # [ours] zero init
@@ -149,9 +128,8 @@ def hebbian_accuracy(N, d, seed):
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
-    """Train relu(E[x] W1 + b1) W2 U^T by full-batch Adam on N sphere embeddings (A2),
-    until 99% of the items are recalled (see fit_memory).  M = None: N classes, f(i) = i;
-    M = 32: f(i) = (i M) // N.  Init variance 1/fan_in."""
+    """Train relu(E[x] W1 + b1) W2 U^T (init variance 1/fan_in) by full-batch Adam on N sphere
+    embeddings (A2) until 99% are recalled; f(i) = i (M = None, N classes) or (i M) // N."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"),
              "U": rc.embeddings(N if M is None else M, d, rng, "sphere")}
@@ -164,22 +142,20 @@ def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
 
 
 def transformer_trial(S, cfg):
-    """Train the one-layer transformer on S = R subjects/relations, D answers (`transformer_run`)
-    at each lr of cfg["lrs"] in turn until one reaches 99% on fresh prompts."""
-    out = {"S": S, "facts": S * S, "runs": []}
+    """transformer_run at each lr of cfg["lrs"] in turn, until one reaches 99% on fresh prompts."""
+    runs = []
     for lr in cfg["lrs"]:
-        out["runs"].append(transformer_run(S, cfg, lr))
-        if out["runs"][-1]["first_fresh99"] is not None:
+        runs.append(transformer_run(S, cfg, lr))
+        if runs[-1]["first_fresh99"] is not None:
             break
-    out["fresh99"] = any(r["first_fresh99"] is not None for r in out["runs"])
-    out["all_facts"] = any(r["first_all"] is not None for r in out["runs"])
-    return out
+    return {"S": S, "facts": S * S, "runs": runs, "fresh99": runs[-1]["first_fresh99"] is not None,
+            "all_facts": runs[-1]["first_all"] is not None}
 
 
 def transformer_run(S, cfg, lr):
-    """Adam on fresh batches, lr cosine-decayed to 0 ([ours]).  Every eval_every steps: accuracy
-    on n_test fresh prompts; once >= 0.99, on every fact (prompts_per_fact each).  Stops when all
-    are right, at `steps`, or ([ours]) after `patience` steps without 0.5 points (MODEL.md A4)."""
+    """Adam on fresh facts (S = R subjects/relations, D answers), lr cosine-decayed to 0 ([ours]);
+    every eval_every steps accuracy on n_test fresh prompts, once >= 0.99 on every fact.  Stops
+    when all are right, at `steps`, or ([ours]) after `patience` steps without 0.5 points (A4)."""
     d, H, dh, m, dt = cfg["d"], cfg["H"], cfg["dh"], cfg["m"], np.dtype(cfg["dtype"])
     rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])
     task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
@@ -195,8 +171,7 @@ def transformer_run(S, cfg, lr):
                                *(facts or ()))
         return rc.accuracy(rc.transformer_forward(params, fixed, x)[0], y)
 
-    run = {"lr": lr, "first_fresh99": None, "first_all": None, "fresh_acc": 0.0,
-           "exact_acc": None}
+    run = {"lr": lr, "first_fresh99": None, "first_all": None}
     best, best_step = 0.0, 0
     for step in range(cfg["steps"] + 1):
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
@@ -224,11 +199,8 @@ def transformer_run(S, cfg, lr):
     return run
 
 
-# ----------------------------------------------------------------------------- paper B: training
-
 def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
-    """Mean cross-entropy and its gradient over all N samples, in chunks.  tokens (N, L),
-    pos (N,), labels (N,).  The gradient of a mean is the chunk-size-weighted sum of chunk means."""
+    """Mean cross-entropy and its gradient on tokens (N, L), pos (N,), labels (N,), in chunks."""
     N = len(labels)
     loss, grads = 0.0, {k: np.zeros_like(p) for k, p in params.items()}
     for s in range(0, N, chunk):
@@ -252,9 +224,8 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
         WV1  = -eta   grad_WV  L(WV=0,   WKQ=0)
         WKQ1 = -gamma grad_WKQ L(WV=WV1, WKQ=0)
         WV2  = WV1 - gamma grad_WV L(WV=WV1, WKQ=WKQ1)
-    Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}, float64.  Instead of gamma one may
-    give query_norm = q: gamma is then chosen so that the learned query w = WKQ1 z_eos has norm
-    q (WKQ1 is linear in gamma); as eta -> 0 only q matters (see three_step_limit)."""
+    Returns {"WKQ": WKQ1 (d, d), "WV": WV2 (d, d) or (m, d)}.  Instead of gamma, query_norm = q
+    sets gamma so that the learned query w = WKQ1 z_eos has norm q (WKQ1 is linear in gamma)."""
     if (gamma is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma and query_norm")
     p0 = zero_params(fixed)  # exercise 7
@@ -269,15 +240,12 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
-    """three_step as eta -> 0 at query norm q (the same argmax, tested).  With WV = O(eta) the
-    logits are O(eta), so to leading order the softmax is uniform and the loss gradient reaches
-    Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar) / N, whatever the weights.  Each step's
-    gradient is then the model's own backward pass from that dZ (run without U, its output is Z):
+    """three_step as eta -> 0 at query norm q (same argmax; MODEL.md): the softmax is uniform, so
+    the gradient reaches Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar) / N; backward from dZ:
         WV1  = -eta G0               G0 = grad_WV at zero
         WKQ1 = -gamma eta G1         G1 = grad_WKQ at WV = -G0 (= WV1 / eta), WKQ = 0
         WV2  = WV1 - gamma G2        G2 = grad_WV at WKQ = WKQ1 (the WV1 term is O(eta))
-    gamma eta is set by |WKQ1 z_eos| = q, and WV2 = -G2 drops the positive scale gamma.  At
-    WKQ = 0 attention and features do not depend on WV: steps 1 and 2 share one forward pass."""
+    gamma eta is set by |WKQ1 z_eos| = q, and WV2 = -G2 drops the positive scale gamma."""
     N = len(labels)
     dZ = -(fixed["U"][labels] - fixed["U"].mean(0)) / N            # (N, d)
     model = {k: v for k, v in fixed.items() if k != "U"}           # its output is Z
@@ -291,7 +259,7 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
                  for r, c in zip(parts, caches)]
         return {k: sum(g[k] for g in grads) for k in grads[0]}
     zero = zero_params(fixed)
-    at_zero = forward(zero)
+    at_zero = forward(zero)             # at WKQ = 0 the features do not depend on WV
     G0 = backward(at_zero)["WV"]
     G1 = backward(at_zero, {"WKQ": zero["WKQ"], "WV": -G0})["WKQ"]
     WKQ1 = -query_norm * G1 / np.linalg.norm(G1 @ fixed["z_eos"])
@@ -300,8 +268,7 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
-    """Longer training of the same model from zero: full-batch Adam on the same N samples.
-    At zero the WKQ gradient vanishes (WV = 0), so WV moves first, then the attention."""
+    """Longer training of the same model from zero: full-batch Adam on the same N samples."""
     params = zero_params(fixed)
     state = adam_init(params)
     for _ in range(steps):
@@ -319,13 +286,10 @@ def gradinfo_decoder(fixed, G, L):
     return C_hat.argmax(1)
 
 
-# ----------------------------------------------------------------------------- records
-
-RESULTS = "results"
+RESULTS = "results"         # the default folder of the records
 
 
 def config_key(config):
-    """A short stable name for a config: a hash of its canonical JSON."""
     blob = json.dumps(config, sort_keys=True, default=float)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -336,8 +300,7 @@ def unique(configs):
 
 
 def save_json(path, obj):
-    """Write then rename, so a reader (or an interrupted run) never sees half a file.
-    NumPy scalars and arrays are written as numbers and lists."""
+    """Write then rename, so no reader sees half a file; NumPy values are written as lists."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
@@ -351,9 +314,8 @@ def read_json(path):
 
 
 def load_records(out, experiment, scale=None):
-    """The finished records of the last sweep of `experiment` at `scale` (None: the newest at
-    any scale) in folder `out`, and that sweep's list _set-<scale>.json (its scale, overrides
-    and record keys).  ([], None) if there is none."""
+    """The finished records of the newest sweep of `experiment` at `scale` (None: any) in `out`,
+    and that sweep's _set-<scale>.json (scale, overrides, keys); ([], None) if there is none."""
     folder = os.path.join(out, experiment)
     sets = sorted(glob.glob(os.path.join(folder, f"_set-{scale or '*'}.json")),
                   key=os.path.getmtime)
@@ -364,8 +326,6 @@ def load_records(out, experiment, scale=None):
     return [read_json(p) for p in paths if os.path.exists(p)], listed
 
 
-# ----------------------------------------------------------------------------- the runner
-
 def _run_record(job):
     path, experiment, run_one, config = job
     t0 = time.time()
@@ -374,30 +334,25 @@ def _run_record(job):
                   "seconds": round(time.time() - t0, 3)}
 
 
-def _ignore_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # workers leave Ctrl-C to the parent
-
-
 def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", overrides=None,
           only=None):
-    """Run run_one(config) -> result for every config without a finished record; return all
-    records.  Each config carries its own seed, so results depend neither on `jobs` nor on order;
-    run_one must be module-level (the pool pickles it).  The record set (scale, overrides, keys)
-    goes to OUT/<experiment>/_set-<scale>.json for plots.py; only=I runs configuration I alone."""
+    """Run run_one(config) -> result for each config (or config `only`) that has no record yet,
+    saving OUT/<experiment>/<key>.json as each finishes; return the records.  Configs carry their
+    seeds, so results depend neither on `jobs` nor on order; run_one must be module-level."""
     configs = unique(configs)
+    keys = [config_key(c) for c in configs]
     folder = os.path.join(out, experiment)
-    paths = [os.path.join(folder, config_key(c) + ".json") for c in configs]
     if only is not None and not 0 <= only < len(configs):
         raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, got {only}")
     save_json(os.path.join(folder, f"_set-{scale}.json"),
-              {"experiment": experiment, "scale": scale, "set": overrides or {},
-               "keys": [config_key(c) for c in configs]})
+              {"experiment": experiment, "scale": scale, "set": overrides or {}, "keys": keys})
     if only is not None:
-        configs, paths = [configs[only]], [paths[only]]
+        configs, keys = [configs[only]], [keys[only]]
+    paths = [os.path.join(folder, k + ".json") for k in keys]
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
     pool = None
-    if jobs > 1 and len(todo) > 1:
-        pool = mp.Pool(min(jobs, len(todo)), initializer=_ignore_sigint)
+    if jobs > 1 and len(todo) > 1:                    # the workers leave Ctrl-C to the parent
+        pool = mp.Pool(min(jobs, len(todo)), signal.signal, (signal.SIGINT, signal.SIG_IGN))
     show, t0, done = sys.stderr.isatty() and todo, time.time(), len(configs) - len(todo)
     try:
         runs = pool.imap_unordered(_run_record, todo) if pool else map(_run_record, todo)
@@ -415,39 +370,34 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
     return [read_json(p) for p in paths]
 
 
-# ----------------------------------------------------------------------------- command line
-
 def parse_value(key, text, current, choices=None):
     """A --set value: JSON (a plain word is text, `none` is null), of the type the grid field
-    `key` has now (an int where a float is, anything where None is); a list field takes one
+    `key` has now (an int where a float is, a number where None is); a list field takes one
     value or a list.  Sizes, counts and rates stay positive; a text stays among `choices`."""
     try:
         value = json.loads("null" if text.lower() == "none" else text)
     except ValueError:
         value = text
-    many = isinstance(current, list)
+    examples = current if isinstance(current, list) else [current]
+    known = [x for x in examples if x is not None]
+    kinds = {type(x) for x in examples}                    # NoneType where None is
+    if float in kinds or kinds <= {type(None)}:            # an int for a float, a number for None
+        kinds |= {int, float}
+    positive = all(x > 0 for x in known if type(x) in (int, float))
+    want = (f"one of {', '.join(choices)}" if choices else
+            f"{'a positive' if positive else 'a'} value like {known[0]!r}" if known
+            else "a positive number or none")
     values = value if isinstance(value, list) else [value]
-    examples = current if many else [current]
-    kinds = {type(x) for x in examples if x is not None} or {int, float}   # None: a number
-    positive = all(x > 0 for x in examples if type(x) in (int, float))
     for v in values:
-        ok = type(v) in kinds or (v is None and None in examples) or (
-            type(v) is int and float in kinds)
-        if not ok or (positive and type(v) in (int, float) and v <= 0) or (
+        if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
                 choices and v not in choices):
-            like = [x for x in examples if x is not None][:1]
-            want = (f"one of {', '.join(choices)}" if choices else
-                    f"{'a positive' if positive else 'a'} value like {like[0]!r}" if like
-                    else "a positive number or none")
             raise ValueError(f"--set {key}={text}: expected {want}")
-    if kinds == {float}:                  # 1000 and 1000.0 are one config, not two
+    if known and all(type(x) is float for x in known):    # 1000 and 1000.0: one config, not two
         values = [v if v is None else float(v) for v in values]
-    return values if many else values[0]
+    return values if isinstance(current, list) else values[0]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit status 2."""
-
+class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
     def error(self, message):
         sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
         sys.exit(2)
