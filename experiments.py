@@ -381,7 +381,7 @@ def tradeoff_summary(records):
 
 LEARNERS = {"three_step": "three steps", "gradinfo": "gradient information", "adam": "Adam"}
 CHOICES = {"dtype": ("float32", "float64"), "method": tuple(LEARNERS)}   # text fields' values
-DRAWS = {"tiny": 3, "small": 20, "full": 50}          # independent draws per plotted point
+DRAWS = {"tiny": 3, "small": 20}      # independent draws per point; paper B's full grid is small's
 
 
 def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
@@ -398,10 +398,8 @@ def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
 def draws_one(cfg):
     """Accuracy and attention of one learner for cfg["draws"] draws at each N of cfg["Ns"]
     (nested), paired across settings (MODEL.md section 3, "Draws").  centred: the MLP features
-    minus mean_x relu((e_x + z_trig) W_mlp).  gaussian: also gaussian_fresh_accuracy."""
+    minus mean_x relu((e_x + z_trig) W_mlp)."""
     out = {"accuracy": [], "attention": [], "z2": []}
-    if cfg.get("gaussian"):
-        out["gauss"] = []
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
         task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
@@ -418,8 +416,6 @@ def draws_one(cfg):
         out["accuracy"].append([rc.accuracy(logits, test[2]) for logits, _ in runs])
         out["attention"].append([att for _, att in runs])
         out["z2"].append(float(fixed["z_trig"] @ fixed["z_trig"]))
-        if cfg.get("gaussian"):
-            out["gauss"].append([gaussian_fresh_accuracy(logits, test[2]) for logits, _ in runs])
     return out
 
 
@@ -439,21 +435,6 @@ def learner_logits(cfg, fixed, train_set, test):
         params = train.three_step_limit(fixed, *train_set, cfg["q"])
     logits, cache = rc.retrieval_forward(params, fixed, (tokens, pos))
     return logits, float(cache["a"][rows, pos].mean())          # a: the attention (n_test, L)
-
-
-def gaussian_fresh_accuracy(logits, labels):
-    """[ours] Accuracy if each test row's wrong logits were Gaussian around the frozen bias b
-    (the per-label mean over rows) plus a row shift mu, with the row's own sd s: mean over rows
-    of prod_{v != y} Phi((l_y - mu - b_v) / s)."""
-    rows = np.arange(len(labels))
-    W = logits - logits.mean(1, keepdims=True)
-    right = W[rows, labels].copy()                             # the correct logits
-    W[rows, labels] = np.nan                                   # W: the wrong ones
-    b = np.nanmean(W, 0)
-    mu = np.nanmean(W - b, 1, keepdims=True)
-    s = np.sqrt(np.nanmean((W - b - mu) ** 2, 1, keepdims=True))
-    lp = np.log(theory._Phi((right[:, None] - mu - b) / s) + 1e-300)   # (n_test, V)
-    return float(np.exp(np.where(np.isnan(W), 0.0, lp).sum(1)).mean())
 
 
 def paired_table(base, records, name, against):
@@ -494,8 +475,7 @@ B_AGREE = by_scale(dict(points=_points(
         (256, 80, 8, 17000, 10, None), (288, 144, 64, 5000, 10, None)), hidden_draws=DRAWS["small"],
     bias_draws=8, n_test=2000),
     tiny=dict(points=_points((16, 16, 4, 200, 10, None), (16, 16, 4, 200, 10, 8)), draws=9,
-              hidden=_points((24, 12, 4, 300, 5, None)), hidden_draws=3),
-    full=dict(draws=3 * DRAWS["full"], hidden_draws=DRAWS["full"]))
+              hidden=_points((24, 12, 4, 300, 5, None)), hidden_draws=3))
 
 
 def theory_version():
@@ -510,7 +490,7 @@ def b_agree_configs(g, seed):
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
     version = theory_version()
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p["q"], m=p["m"],
-                         n_test=g["n_test"], theory=version, gaussian=True,
+                         n_test=g["n_test"], theory=version,
                          bias_draws=g["bias_draws"], hidden=hidden) for p, hidden, n in pts]
 
 
@@ -539,8 +519,7 @@ def agreement_rows(records):
                          att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
                          meas_sd=acc.std(ddof=1), pred=pr[:, 0].mean(), sd_b=sd_b,
                          pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
-                         fresh=np.mean(res["fresh"]), gauss=np.mean(res["gauss"]),
-                         hidden=bool(c.get("hidden"))))
+                         fresh=np.mean(res["fresh"]), hidden=bool(c.get("hidden"))))
     return sorted(rows, key=lambda w: [w["hidden"]] + [v or 0 for v in w["key"]])
 
 
@@ -548,15 +527,14 @@ def b_agree_summary(records):
     """agreement_rows as a table (tuning points, then hidden ones), then agreement_stats per set."""
     rows = agreement_rows(records)
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
-             "diff | sd without z2 spread | fresh-noise formula | measured, Gaussian fresh noise |",
-             "|" + "---|" * 14]
+             "diff | sd without z2 spread | fresh-noise formula |", "|" + "---|" * 13]
     for w in rows:
         diff = round(w["pred"], 3) - round(w["meas"], 3)
         lines.append(f"| {'hidden' if w['hidden'] else 'tuning'} | "
                      + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
                      f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {diff:+.3f} | {w['sd_b']:.3f} | "
-                     f"{w['fresh']:.3f} | {w['gauss']:.3f} |")
+                     f"{w['fresh']:.3f} |")
     for name in ("tuning", "hidden"):
         w = [r for r in rows if r["hidden"] == (name == "hidden")]
         lines += [agreement_stats(w, name)] if w else []
@@ -565,24 +543,21 @@ def b_agree_summary(records):
 
 def agreement_stats(rows, name):
     """Mean and largest |predicted - measured|, mean signed error, how many predicted sds lie
-    within 30% of the measured; the same against the fresh-noise formula and Gaussian scores."""
-    diff, fresh, gauss = (np.array([w[a] - w[b] for w in rows]) for a, b in
-                          (("pred", "meas"), ("fresh", "meas"), ("pred", "gauss")))
+    within 30% of the measured; the same against the fresh-noise formula."""
+    diff, fresh = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     return (f"\n{name}: {len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
             f"measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), mean "
             f"signed {diff.mean():+.3f} (fresh-noise formula: {np.abs(fresh).mean():.3f}, "
             f"{fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
-            f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%; predicted - "
-            f"measured with Gaussian fresh noise: {np.abs(gauss).mean():.3f}, {gauss.mean():+.3f}")
+            f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%")
 
 
 # ----------------------------------------------------------------------------- b_embed
 # Random against orthogonal embeddings: one-hot (d = V + 2) and random at d = V/4, V/2, V + 2.
 
 B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
-                   tiny=dict(V=8, L=4, n_N=2, draws=DRAWS["tiny"]),
-                   full=dict(V=256, L=16, n_N=10, draws=DRAWS["full"]))
+                   tiny=dict(V=8, L=4, n_N=2, draws=DRAWS["tiny"]))
 
 
 def b_embed_configs(g, seed):
@@ -603,9 +578,7 @@ def b_embed_summary(records):
 
 B_MLP = by_scale(dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=10.0,
                       n_test=1000, draws=DRAWS["small"]),
-                 tiny=dict(V=16, N=200, d=[8], m=[8, 32], draws=DRAWS["tiny"]),
-                 full=dict(L=8, N=32000, d=[12, 16, 24, 32], m=[16, 64, 256, 1024, 4096],
-                           draws=DRAWS["full"]))
+                 tiny=dict(V=16, N=200, d=[8], m=[8, 32], draws=DRAWS["tiny"]))
 
 
 def b_mlp_configs(g, seed):
@@ -641,12 +614,7 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
                           adam_draws=5, adam_steps=150, adam_lr=0.02, adam_Nmax=256),
                      tiny=dict(V0=32, d0=16, d=[8, 16], d_contrast=32, L=[2, 8], V=[24, 32],
                                Nmax=512, gradinfo_Nmax=512, draws=3,
-                               adam_draws=2, adam_steps=20, adam_Nmax=64),
-                     full=dict(V0=1024, d0=512, d=[32, 48, 64, 96, 128, 192, 256, 384, 512],
-                               d_contrast=1024, L=[2, 4, 8, 16, 32, 64, 128, 256],
-                               V=[256, 362, 512, 724, 1024, 1448], Nmax=131072, n_test=2000,
-                               draws=DRAWS["full"], gradinfo_Nmax=16384, adam_draws=10,
-                               adam_Nmax=1024))
+                               adam_draws=2, adam_steps=20, adam_Nmax=64))
 
 
 def b_scaling_configs(g, seed):
@@ -813,23 +781,16 @@ def b_scaling_summary(records):
 
 # ----------------------------------------------------------------------------- the list
 
-FLAGS = {"dmax": "only the d <= DMAX of the grid", "dtype": "float32 or float64",
-         "q": "query norm |WKQ z_eos| (attention sharpness)"}
-
-
-def experiment(name, help, **flags):
+def experiment(name, help):
     """The block of experiment `name` for the runner: its grid NAME, name_configs, name_one
-    (draws_one if none), name_summary; flags FIELD=text (--FIELD), then FLAGS' the grid has."""
-    block, grid = globals(), globals()[name.upper()]
-    flags.update({k: text for k, text in FLAGS.items() if k in grid["small"]})
-    return {"help": help, "grid": grid, "configs": block[f"{name}_configs"],
-            "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"],
-            "flags": flags}
+    (draws_one if none) and name_summary."""
+    block = globals()
+    return {"help": help, "grid": block[name.upper()], "configs": block[f"{name}_configs"],
+            "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"]}
 
 
 EXPERIMENTS = {e["name"]: experiment(**e) for e in [
-    dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage",
-         steps="SGD steps (paper: 8192)"),
+    dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage"),
     dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian"),
     dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"),
     dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer"),
@@ -837,5 +798,4 @@ EXPERIMENTS = {e["name"]: experiment(**e) for e in [
     dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
     dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings"),
     dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred"),
-    dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners",
-         draws="independent draws per point, at least 2", tau="target accuracy")]}
+    dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners")]}

@@ -20,15 +20,10 @@ TALK_SIZE = 1.3                                  # to font.size), figure 1.3x
 
 
 def header(fig, listed, records):
-    """One line at the top naming the record set drawn: experiment, scale, overrides, size."""
-    seeds = len({r["config"].get("seed") for r in records})
-    dtypes = "/".join(sorted({r["config"].get("dtype", "float64") for r in records}))
-    draws = max(r["config"].get("draws", 1) for r in records)
-    fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {dtypes}, {seeds} "
-             f"seed{'s' * (seeds != 1)}, {len(records)} run{'s' * (len(records) != 1)}"
-             + (f" of up to {draws} draws" if draws > 1 else "")
-             + (f" (of {len(listed['keys'])} listed)" if len(records) < len(listed["keys"]) else "")
-             + "".join(f", --set {k}={v}" for k, v in listed["set"].items()),
+    """One line at the top naming the record set drawn: experiment, scale, runs, overrides."""
+    fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
+             f"{len(listed['keys'])} runs" + "".join(f", --set {k}={v}" for k, v in
+                                                  listed["set"].items()),
              fontsize="x-small", color="0.35", va="bottom")
 
 
@@ -257,9 +252,6 @@ def fig_b_agree(records, path):
             continue
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
-        ax.plot([r["gauss"] for r in w], [r["pred"] for r in w], fmt, mfc="none", ms=6,
-                color=col, label="open: the same draws scored with Gaussian fresh noise"
-                if i == 0 else None)
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
            xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
     ax.legend(fontsize="small", loc="upper left")

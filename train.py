@@ -409,20 +409,14 @@ def build_parser(experiments):
     sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for name, e in experiments.items():
         p = sub.add_parser(name, help=e["help"], description=e["help"])
-        p.add_argument("--scale", choices=["tiny", "small", "full"], default="small",
-                       help="tiny: seconds; small: laptop (default); full: the paper's grid")
+        p.add_argument("--scale", choices=["tiny", "small", "full"], default="small")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="replace a grid field, e.g. --set d=24; repeatable; see --list")
-        for field, text in e["flags"].items():
-            p.add_argument(f"--{field}", metavar="VALUE", dest=f"flag_{field}",
-                           help=f"{text} (the same as --set {field}=VALUE)")
-        p.add_argument("--jobs", type=int, default=1,
-                       help="configurations run in parallel; results do not depend on it")
+        p.add_argument("--jobs", type=int, default=1, help="configurations run in parallel")
         p.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
         p.add_argument("--list", action="store_true", help="print the configurations and exit")
-        p.add_argument("--only", type=int, default=None, metavar="I",
-                       help="run only configuration I (e.g. one per task of a job array)")
+        p.add_argument("--only", type=int, metavar="I", help="run only configuration I")
     return parser
 
 
@@ -434,8 +428,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     name, e = args.experiment, ex.EXPERIMENTS[args.experiment]
     texts = dict(s.split("=", 1) if "=" in s else (s, "") for s in args.set)
-    texts.update({f: getattr(args, "flag_" + f) for f in e["flags"]
-                  if getattr(args, "flag_" + f) is not None})
     grid = e["grid"][args.scale]
     try:
         if args.seed < 0 or args.jobs < 1:
