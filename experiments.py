@@ -179,23 +179,23 @@ def fits_text(name, fits):
 # Paper A, Fig. 1 right and Fig. 6: capacity of relu(E[x] W1 + b1) W2 U^T with m = alpha d.
 
 MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=1,
-                    lr=0.03, steps=2048, patience=256, ratio=1.04, bracket="authors", dmax=90),
+                    lr=0.03, steps=2048, patience=256, ratio=1.04, dmax=90),
                tiny=dict(d=[8, 16], max_md=256, steps=1024, ratio=1.1),
                full=dict(d=[8, 11, 16, 22, 32, 45, 64, 90], max_md=None, seeds=5, steps=32768,
-                         patience=None, ratio=1.01, bracket="paper"))
+                         patience=None, ratio=1.01))
 
 
 def mlp_configs(g, seed):
     """One capacity search per (M, d, alpha, seed) with m d <= max_md, biggest first (better
-    packing).  M = None: N classes, f(i) = i; M = 32: f(i) = (i M) // N.  The bracket: "paper"
-    [d, m d] (A2), or "authors" [Nref/2, 2 Nref] around the authors' line ([ours])."""
+    packing).  M = None: N classes, f(i) = i; M = 32: f(i) = (i M) // N.  First bracket [ours]:
+    [Nref/2, 2 Nref] around the authors' line (the search widens until both ends hold)."""
     out = []
     for M, d, alpha in itertools.product(g["M"], g["d"], g["alpha"]):
         md, regime = alpha * d * d, "M=N" if M is None else "M=32"
         if d > g["dmax"] or (g["max_md"] is not None and md > g["max_md"]):
             continue
         ref = theory.mlp_reference_N(md, regime)
-        lo, hi = (d, md) if g["bracket"] == "paper" else (max(2, int(ref / 2)), int(2 * ref) + 1)
+        lo, hi = max(2, int(ref / 2)), int(2 * ref) + 1
         out += [{"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s, "lr": g["lr"],
                  "steps": g["steps"], "patience": g["patience"], "ratio": g["ratio"],
                  "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
@@ -243,12 +243,12 @@ FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, l
                       prompts_per_fact=4, bracket=[0.07, 0.14], dtype="float32", dmax=64),
                  tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1]),
                  full=dict(d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25], b=[4, 2, 1, 0.5, 0.25],
-                           lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024, bracket=None))
+                           lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024))
 
 
 def facts_configs(g, seed):
     """One bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
-    unless given; S in sqrt(bracket * params), or the paper's [2, sqrt(params)] if None."""
+    unless given; first bracket [ours] S in sqrt(bracket * params) (the search widens)."""
     if g["H"] is not None and g["H"] != int(g["H"]):
         raise ValueError(f"H must be a whole number of heads, got {g['H']}")
     keep = {k: g[k] for k in ("D", "T", "lrs", "steps", "batch", "eval_every", "patience",
@@ -260,58 +260,45 @@ def facts_configs(g, seed):
         if dh != int(dh) or dh < 1 or m != int(m):
             continue
         P = theory.transformer_params(d, H, int(dh), int(m))
-        lo, hi = (2, math.sqrt(P))
-        if g["bracket"] is not None:
-            lo, hi = (math.sqrt(c * P) for c in g["bracket"])
+        lo, hi = (math.sqrt(c * P) for c in g["bracket"])
         out.append(dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=seed,
                         lo=int(lo), hi=int(math.ceil(hi))))
     return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
 
 
 def facts_one(cfg):
-    """Capacity in facts S^2 of one transformer size: the paper's criterion (>= 99% on fresh
-    prompts) and the strict one (every fact on every checked prompt), by bisection on S."""
+    """Capacity in facts S^2 of one transformer size, the paper's criterion (>= 99% on fresh
+    prompts), by bisection on S."""
     trial, memo = train.memoised(lambda S: train.transformer_trial(S, cfg))
     S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
-    S_all = train.bisect_capacity(lambda S: trial(S)["all_facts"], min(cfg["lo"], S99), S99, 1.0,
-                                  widen=1)                       # S99 may lie below lo
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
-    return {"params": P, "S_fresh99": S99, "facts_fresh99": S99 * S99, "S_all": S_all,
-            "facts_all": S_all * S_all, "lo_fails": not trial(S99)["fresh99"],
+    return {"params": P, "S_fresh99": S99, "facts_fresh99": S99 * S99,
+            "lo_fails": not trial(S99)["fresh99"],
             "hi_succeeds": S99 == train.WIDEN * cfg["hi"],
             "trials": [memo[S] for S in sorted(memo)]}
 
 
-def strict_bound(x):
-    """True when the every-fact criterion failed even at S = 1: S_all is then a bound."""
-    return not next(t for t in x["trials"] if t["S"] == x["S_all"])["all_facts"]
-
-
 def facts_fits(records):
     """Facts per parameter k in facts = k params (geometric mean), bits per parameter k log2 D,
-    and the log-log slope of facts against params (1 = linear), for both criteria."""
-    out = {}
-    for key in ("facts_fresh99", "facts_all"):
-        pts = [(r["result"]["params"], r["result"][key]) for r in records if r["result"][key] > 0]
-        if pts:
-            P, F = np.array(pts, float).T
-            k = theory.fit_constant(P, F)
-            slope = float(np.polyfit(np.log(P), np.log(F), 1)[0]) if len(set(P)) > 1 else math.nan
-            out[key] = {"facts_per_param": k,
-                        "bits_per_param": k * math.log2(records[0]["config"]["D"]),
-                        "loglog_slope": slope}
-    return out
+    and the log-log slope of facts against params (1 = linear); {} if no size stored a fact."""
+    pts = [(r["result"]["params"], r["result"]["facts_fresh99"]) for r in records
+           if r["result"]["facts_fresh99"] > 0]
+    if not pts:
+        return {}
+    P, F = np.array(pts, float).T
+    k = theory.fit_constant(P, F)
+    slope = float(np.polyfit(np.log(P), np.log(F), 1)[0]) if len(set(P)) > 1 else math.nan
+    bits = k * math.log2(records[0]["config"]["D"])
+    return {"facts_fresh99": {"facts_per_param": k, "bits_per_param": bits, "loglog_slope": slope}}
 
 
 def facts_summary(records):
-    rows = ["| d | H | dh | m | params | S (fresh 99%) | S (every fact) | facts/param |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| d | H | dh | m | params | S (fresh 99%) | facts/param |", "|---" * 7 + "|"]
     for r in sorted(records, key=lambda r: r["result"]["params"]):
         c, x = r["config"], r["result"]
         edge = " (bracket edge)" if x["lo_fails"] or x["hi_succeeds"] else ""
         rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | "
-                    f"{x['S_fresh99']}{edge} | {x['S_all']}{' (at most)' * strict_bound(x)} | "
-                    f"{x['facts_fresh99'] / x['params']:.3f} |")
+                    f"{x['S_fresh99']}{edge} | {x['facts_fresh99'] / x['params']:.3f} |")
     return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
 
 
@@ -338,8 +325,8 @@ def tradeoff_one(cfg):
     t = train.transformer_trial(cfg["S"], cfg)
     run = max(t["runs"], key=lambda r: r["fresh_acc"])
     return {"attn_params": cfg["d"] * cfg["dh"] * cfg["H"], "mlp_params": cfg["d"] * cfg["m"],
-            "facts": t["facts"], "fresh_acc": run["fresh_acc"], "exact_acc": run["exact_acc"],
-            "fresh99": t["fresh99"], "all_facts": t["all_facts"], "runs": t["runs"]}
+            "facts": t["facts"], "fresh_acc": run["fresh_acc"], "fresh99": t["fresh99"],
+            "runs": t["runs"]}
 
 
 def tradeoff_frontier(records):

@@ -52,9 +52,6 @@ def fig_fig5(records, path):
     c, cfg = records[0]["result"], records[0]["config"]
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for i, r in enumerate(records[1:]):
-        ax.plot(r["result"]["step"], r["result"]["total"], color="0.6", lw=0.8,
-                label="total loss, the other seeds" if i == 0 else None)
     ax.plot(c["step"], c["total"], color="k", lw=2.5, label=f"total loss, seed {cfg['seed']}")
     ax.plot(c["step"], c["relation"], color="C0", lw=2, ls="--",
             label=r"relation-only: $-\log\sum_{a\in r}p(a)$")
@@ -115,8 +112,6 @@ def fig_linear(records, path):
     for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2\,N\ln N$ (sharp top-1)"),
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
-    ax.plot(dd ** 2, [theory.counting_bound_N(v * v) for v in dd], "-", color="gray", lw=1,
-            label=r"2 bits per parameter (Gardner): $N\log_2 N = 2d^2$")
     log_axes(ax, r"parameters $d^2$", r"capacity $N$ (associations)",
              r"Linear memory $\arg\max_y\, e_x^\top W u_y$: capacity by bisection")
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
@@ -127,9 +122,8 @@ def fig_mlp(records, path):
     fits = ex.mlp_fits(records)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
     plotted = {}
-    for ax, (regime, M, ref, law) in zip(axes, [
-            ("M=N", None, r"$m d = 0.35\,N\ln N$", r"$md = c\,N\ln N$"),
-            ("M=32", 32, r"$m d = 1.2\,N$", r"$md = c\,N$")]):
+    for ax, (regime, ref, law) in zip(axes, [("M=N", r"$m d = 0.35\,N\ln N$", r"$md = c\,N\ln N$"),
+                                             ("M=32", r"$m d = 1.2\,N$", r"$md = c\,N$")]):
         rs = [r for r in records if r["config"]["regime"] == regime]
         for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
@@ -142,8 +136,6 @@ def fig_mlp(records, path):
         xx = np.geomspace(min(md_all) / 1.4, max(md_all) * 1.4, 50)
         ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
                 label=f"{ref} (authors)")
-        ax.plot(xx, [theory.counting_bound_N(2 * v, M) for v in xx], "-", color="gray", lw=1,
-                label=r"2 bits per parameter (Gardner), params $= 2md$")
         f = fits.get(regime, {})
         log_axes(ax, r"$m \cdot d$", r"capacity $N$ (99% recalled)",
                  f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
@@ -153,23 +145,16 @@ def fig_mlp(records, path):
 
 
 def fig_facts(records, path):
-    """Facts stored against parameters 4 H dh d + 2 m d, both criteria, with the theory lines."""
+    """Facts stored against parameters 4 H dh d + 2 m d, with the theory lines."""
     fits = ex.facts_fits(records)
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted, P = {}, np.array([r["result"]["params"] for r in records])
-    for key, color, marker, label in [
-            ("facts_fresh99", "C0", "o", r"$\geq 99\%$ on 1024 fresh prompts (paper)"),
-            ("facts_all", "C3", "x", "every fact on 4 prompts (strict)")]:
-        F, f = np.array([r["result"][key] for r in records]), fits.get(key, {})
-        s = f.get("loglog_slope", np.nan)                # no slope named where it is undefined
-        bound = np.array([key == "facts_all" and ex.strict_bound(r["result"]) for r in records])
-        ax.scatter(P[~bound], F[~bound], color=color, marker=marker, s=36, zorder=3,
-                   label=f"{label}: {f.get('facts_per_param', np.nan):.3f} facts/param"
-                         + ("" if np.isnan(s) else f", slope {s:+.2f}"))
-        if bound.any():   # failed even at the smallest S tried: an upper bound
-            ax.scatter(P[bound], F[bound], color=color, marker="v", s=36, zorder=3,
-                       label="strict criterion failed at the smallest S tried (at most)")
-        plotted[key] = [P.tolist(), F.tolist()]
+    F, f = np.array([r["result"]["facts_fresh99"] for r in records]), fits.get("facts_fresh99", {})
+    s = f.get("loglog_slope", np.nan)                    # no slope named where it is undefined
+    ax.scatter(P, F, color="C0", marker="o", s=36, zorder=3, label=r"$\geq 99\%$ on 1024 fresh "
+               f"prompts: {f.get('facts_per_param', np.nan):.3f} facts/param"
+               + ("" if np.isnan(s) else f", slope {s:+.2f}"))
+    plotted["facts_fresh99"] = [P.tolist(), F.tolist()]
     for r in records:   # a capacity at its bracket's edge is a bound, not a value: say so
         c, x = r["config"], r["result"]
         label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1)
@@ -180,8 +165,6 @@ def fig_facts(records, path):
                     bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp, D = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20), records[0]["config"]["D"]
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    ax.plot(pp, [theory.counting_bound_N(v, D) for v in pp], "-", color="gray", lw=1,
-            label=rf"$SR\log_2 {D} = 2\,$params (2 bits/param)")
     log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$",
              f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
              "$d_hH = a d$, $m = b d$", ncol=1)
@@ -368,15 +351,12 @@ def fig_b_scaling(records, path):
         ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16))
     pts, rms = ex.collapse_points(records)
-    Ls = sorted({p[4] for p in pts})
-    colour = {L: plt.cm.viridis(i / max(len(Ls) - 1, 1)) for i, L in enumerate(Ls)}
-    for s, a, sd, d, L, N in pts:
-        axes[3].errorbar(s, a, sd, fmt="o", color=colour[L], ms=2, lw=0.4, alpha=0.7)
-    sf = np.linspace(0, max(p[0] for p in pts) * 1.05, 60)
+    snr, acc, sd = np.array([p[:3] for p in pts]).T
+    axes[3].errorbar(snr, acc, sd, fmt="o", color="C0", ms=2, lw=0.4, alpha=0.5,
+                     label="three steps: every (N, d, L), mean ± sd over draws")
+    sf = np.linspace(0, snr.max() * 1.05, 60)
     axes[3].plot(sf, [theory.snr_accuracy(c0["V0"], s) for s in sf], "k-",
                  label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
-    for L in Ls:
-        axes[3].plot([], [], "o", color=colour[L], label=f"$L={L}$")
     axes[3].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma$ (typical token)",
                 ylabel=rf"accuracy, three steps, V={c0['V0']}")
     axes[3].legend(fontsize="x-small", loc="upper left")

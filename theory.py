@@ -20,7 +20,6 @@ C_AUTHORS_LINEAR = 1.3    # [paper A figure] the guide line d^2 = 1.3 N ln N of 
 C_AUTHORS_MLP_MN = 0.35   # [paper A figure] m d = 0.35 N ln N, MLP memory with M = N classes
 C_AUTHORS_MLP_M32 = 1.2   # [paper A figure] m d = 1.2 N, MLP memory with M = 32 classes
 C_AUTHORS_FACTS = 0.15    # [paper A figure] facts = 0.15 params, transformer (Fig. 4 left)
-GARDNER_BITS = 2.0        # [Gardner 1988] at most 2 bits per weight for random dichotomies
 
 
 def solve_n_log_n(y):
@@ -50,14 +49,6 @@ def mlp_reference_N(md, regime):
     if regime == "M=32":
         return md / C_AUTHORS_MLP_M32
     raise ValueError(f'regime must be "M=N" or "M=32", got {regime!r}')
-
-
-def counting_bound_N(params, M=None, bits=GARDNER_BITS):
-    """[counting + Gardner] The largest N with N log2 M = bits * params, `bits` bits per parameter
-    (M=None: the classes are the items, M = N).  Paper A's facts: N = S R, M = D answers."""
-    if M is None:
-        return solve_n_log_n(bits * params * math.log(2))
-    return bits * params / math.log2(M)
 
 
 def fit_constant(x, y):
@@ -215,46 +206,34 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     return nodes, wx
 
 
-def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
+def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
     """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, width m of
-    the fixed random MLP (`mlp_terms`) if any, capped by `coverage_bound` (MODEL.md 4.6).  Per
-    answer token (`_token_nodes`): correct logit S + sigma S Z (sigma^2 the noise terms' sum),
-    absent labels N(0, sigma^2 S^2), each distractor's label a competitor of mean S c_i:
-        acc(x_t) = E_Z[ Phi(1/sigma + Z)^(V-L) * (E_{g_i} Phi((1 - c_i)/sigma + Z))^(L-1) ]."""
-    nodes, wx = _token_nodes(V, N, d, L, q, m, z2, n_nodes)
-    z, wz = _normal_nodes(2 * n_nodes)
-    y, wy = _normal_nodes(8)
-    n_comp = min(L - 1, V - 1)                               # distractors' labels
-    acc = 0.0
-    for t in nodes:
-        if t["S"] <= 0:
-            acc += t["w"] / V
-            continue
-        sig = math.sqrt(sum(t["T"].values()))
-        s = np.maximum(1 + math.sqrt(4 / d + t["v_c"]) * y, 1e-3)[:, None]   # (ny, 1) signal scales
-        other = _Phi(s / sig + z) ** (V - 1 - n_comp)                        # (ny, nz) other labels
-        comp = (wx * _Phi((s[:, :, None] - t["c"]) / sig + z[:, None])).sum(2) ** n_comp
-        acc += t["w"] * float(wy @ (other * comp) @ wz)
-    return float(min(acc, coverage_bound(V, N)))
+    the fixed random MLP (`mlp_terms`) if any, with all the noise fresh (MODEL.md 4.6): the
+    frozen-bias formula below with no frozen part."""
+    return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=1, fresh=True, n_z=48)[0]
 
 
-def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0):
-    """[ours] `retrieval_accuracy` with the frozen label bias (MODEL.md 4.7), (mean, sd) over
-    `draws` runs, each with one bias vector b (`frozen_bias_draws`, `seed`) for the noise's
-    trigger part sb2, sf^2 fresh:
-        acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v) / sf) ],
-        sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
+def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
+                              fresh=False, n_z=16):
+    """[ours] Predicted test accuracy with the frozen label bias (MODEL.md 4.6-4.7), (mean, sd)
+    over `draws` runs, each with one bias vector b (`frozen_bias_draws`, `seed`) for the noise's
+    trigger part sb2 (0 if fresh), sf^2 fresh; per answer token (`_token_nodes`), each
+    distractor's label a competitor of mean S c_i:
+        acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v - c_v) / sf) ],
+        sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test).
+    n_z Gauss-Hermite nodes in Z: 16 are within about 0.004 of the converged mean."""
     nodes, wx = _token_nodes(V, N, d, L, q, m, z2)
-    z, wz = _normal_nodes(16)
+    z, wz = _normal_nodes(n_z)
     n_comp = min(L - 1, V - 1)                               # distractors' labels
     bias = frozen_bias_draws(V, N / V, d, q, L, z2, query_cosine(V, N, d, L), draws, seed)
     acc = np.zeros(draws)
     for t in nodes:
-        if t["S"] <= 0:
+        if t["S"] <= 0 or not math.isfinite(sum(t["T"].values())):   # not stored: chance
             acc += t["w"] / V
             continue
         T, f = t["T"], t["f"]
-        sb2 = T["mean_bias"] * f ** 2 / (f ** 2 + t["nu2"] * z2 / d) + T.get("mlp_frozen", 0.0)
+        sb2 = 0.0 if fresh else (T["mean_bias"] * f ** 2 / (f ** 2 + t["nu2"] * z2 / d)
+                                 + T.get("mlp_frozen", 0.0))
         sf = math.sqrt(sum(T.values()) - sb2)
         a = (1 + math.sqrt(sf ** 2 + 4 / d + t["v_c"] + sb2 * V / (V + d)) * z) / sf   # (nz,)
         b = math.sqrt(sb2) / sf * bias[:, :, None]                          # (draws, V-1, 1)
