@@ -25,7 +25,7 @@ def timeit(*fns, repeat=5, min_time=0.2):
     return [float(np.median(ts[1:])) for ts in times]
 
 
-def check_same(a, b, dtype):
+def check_same(a, b):
     """Refuse to time two implementations that do not compute the same arrays."""
     worst = max(np.abs(a[k] - b[k]).max() / (np.abs(b[k]).max() + 1e-30) for k in a)
     assert worst < 1e-3, f"implementations disagree: {worst:.1e}"          # float32
@@ -44,7 +44,7 @@ def fast_vs_textbook(model, data, dtype, step, *others, repeat=5):
     (params, fixed, inputs, y)), and per call of each of the `others` (timeit)."""
     forms = [(getattr(rc, f"{model}{form}_forward"), getattr(rc, f"{model}{form}_backward"))
              for form in ("", "_textbook")]
-    check_same(*(gradient(*form, *data)[1] for form in forms), dtype)
+    check_same(*(gradient(*form, *data)[1] for form in forms))
     return timeit(*(lambda form=form: step(gradient(*form, *data)[1]) for form in forms), *others,
                   repeat=repeat)
 
@@ -103,7 +103,7 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
         jp = {k: arr(v) for k, v in params.items()}
         jargs = (jp, {k: 0 * v for k, v in jp.items()}, {k: 0 * v for k, v in jp.items()},
                  arr(dtype(1)), arr(fixed["E"]), arr(fixed["U"]), arr(tokens), arr(y))
-        check_same(*({"loss": l, **g} for l, g in (jgrad(jp, *jargs[4:]), (loss, grads))), dtype)
+        check_same(*({"loss": l, **g} for l, g in (jgrad(jp, *jargs[4:]), (loss, grads))))
         assert run(*jargs)[0]["WQ"].dtype == params["WQ"].dtype   # JAX computes in our dtype
         jax_runs.append(lambda run=run, jargs=jargs: run(*jargs))
     t_ours, t_naive, *t_jax = fast_vs_textbook(
