@@ -122,7 +122,7 @@ def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours,
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--no-jax", action="store_true", help="skip the JAX column even if importable")
     args = p.parse_args(argv)
     dtype = np.float32

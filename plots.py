@@ -47,7 +47,7 @@ def log_axes(ax, xlabel, ylabel, title, **legend):
 # ----------------------------------------------------------------------------- paper A
 
 def fig_fig5(records, path):
-    """Test losses of linear attention under SGD and its stages (mean over seeds, +-1 sd)."""
+    """Test losses of linear attention under SGD (first seed); stages: all seeds' mean +-1 sd."""
     records = sorted(records, key=lambda r: r["config"]["seed"])
     c, cfg = records[0]["result"], records[0]["config"]
     n_ans, D = cfg["R"] * cfg["D"], cfg["D"]
@@ -109,7 +109,7 @@ def fig_linear(records, path):
         plotted[key] = band(ax, records, lambda r: r["config"]["d"] ** 2, key, color,
                             f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
     dd = np.geomspace(min(ds) / 1.2, max(ds) * 1.2, 50)      # visible for a single d too
-    for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2\,N\ln N$ (sharp top-1)"),
+    for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2N\ln N$ (sharp, large $d$)"),
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     log_axes(ax, r"parameters $d^2$", r"capacity $N$ (associations)", r"Linear memory "
@@ -252,7 +252,7 @@ def fig_b_embed(records, path):
         N, acc, sd = np.array(c["Ns"]), v.mean(0), v.std(0, ddof=1)
         onehot = c["kind"] == "onehot"
         col = "k" if onehot else f"C{i}"
-        ax.fill_between(N, acc - sd, acc + sd, color=col, alpha=0.15, lw=0)
+        ax.fill_between(N, np.clip(acc - sd, 0, 1), np.clip(acc + sd, 0, 1), color=col, alpha=0.15)
         ax.plot(N, acc, "o-", color=col, ms=3, label=f"one-hot, $d=V+2={c['d']}$" if onehot
                 else f"random, $d={c['d']}$")
         if not onehot:
@@ -380,7 +380,7 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     if not records:
         run = f"python train.py {name}" + (f" --scale {scale}" if scale else "") + (
             f" --out {results}" if results != train.RESULTS else "")
-        raise FileNotFoundError(f"nothing to draw for {name} at scale {scale or 'any'} in "
+        raise FileNotFoundError(f"nothing to draw for {name} at scale {scale or '(any)'} in "
                                 f"{results}/{name}/: run `{run}` first")
     folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
     default = "fig5_sequential.png" if name == "fig5" else f"{name}.png"

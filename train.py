@@ -381,9 +381,8 @@ def parse_value(key, text, current, choices=None):
     if float in kinds or kinds <= {type(None)}:            # an int for a float, a number for None
         kinds |= {int, float}
     positive = all(x > 0 for x in known if type(x) in (int, float))
-    want = (f"one of {', '.join(choices)}" if choices else
-            f"{'a positive' if positive else 'a'} value like {known[0]!r}" if known
-            else "a positive number or none")
+    want = (f"one of {', '.join(choices)}" if choices else "a positive number or none" if not known
+            else f"{'a positive' if positive else 'a'} {type(known[0]).__name__} like {known[0]!r}")
     values = value if isinstance(value, list) else [value]
     for v in values:
         if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
@@ -408,7 +407,7 @@ def build_parser(experiments):
         p = sub.add_parser(name, help=e["help"], description=e["help"])
         p.add_argument("--scale", choices=["tiny", "small", "full"], default="small")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="replace a grid field, e.g. --set d=24; repeatable; see --list")
+                       help=f"replace a grid field: {', '.join(sorted(e['grid']['small']))}")
         p.add_argument("--jobs", type=int, default=1, help="configurations run in parallel")
         p.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
