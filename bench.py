@@ -39,9 +39,8 @@ def gradient(forward, backward, params, fixed, inputs, y):
 
 
 def fast_vs_textbook(model, data, dtype, step, *others, repeat=5):
-    """Seconds per step(gradients) with recall's <model>_forward/backward, with its textbook
-    form <model>_textbook_forward/backward (checked to give the same gradients on data =
-    (params, fixed, inputs, y)), and per call of each of the `others` (timeit)."""
+    """Seconds per step(gradients) with recall's <model>_forward/backward and with its textbook
+    form (checked equal on data = (params, fixed, inputs, y)), and per call of the `others`."""
     forms = [(getattr(rc, f"{model}{form}_forward"), getattr(rc, f"{model}{form}_backward"))
              for form in ("", "_textbook")]
     check_same(*(gradient(*form, *data)[1] for form in forms))

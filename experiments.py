@@ -307,16 +307,17 @@ def facts_summary(records):
 
 TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16], D=8, T=32,
                          lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
-                         n_test=1024, prompts_per_fact=4, dtype="float32"),
-                    tiny=dict(H=[1, 4], m=[1, 8], steps=400),
+                         n_test=1024, prompts_per_fact=4, dtype="float32", seeds=3),
+                    tiny=dict(H=[1, 4], m=[1, 8], steps=400, seeds=1),
                     full=dict(d=32, dh=8, S=32, H=[1, 2, 4, 8, 16, 32],
                               m=[1, 2, 4, 8, 16, 32, 64, 128], lrs=[1e-3, 3e-3, 1e-2],
                               steps=16384, batch=1024, patience=None))
 
 
 def tradeoff_configs(g, seed):
-    """One cell per (H, m); the full grid is the paper's (d = 32, dh = 8, S = R = 32)."""
-    out = [dict(g, H=H, m=m, seed=seed) for H in g["H"] for m in g["m"]]
+    """One run per (H, m, seed); the full grid is the paper's (d = 32, dh = 8, S = R = 32)."""
+    out = [dict(g, H=H, m=m, seed=s) for H in g["H"] for m in g["m"]
+           for s in range(seed, seed + g["seeds"])]
     return sorted(out, key=lambda c: -c["H"] * c["dh"] - c["m"])
 
 
@@ -329,13 +330,21 @@ def tradeoff_one(cfg):
             "runs": t["runs"]}
 
 
+def tradeoff_cells(records):
+    """{(attention params, MLP params): (mean, sd over seeds) of the accuracy on fresh prompts}."""
+    cells = {}
+    for x in (r["result"] for r in records):
+        cells.setdefault((x["attn_params"], x["mlp_params"]), []).append(x["fresh_acc"])
+    return {k: (float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0)
+            for k, v in cells.items()}
+
+
 def tradeoff_frontier(records):
-    """The measured frontier: per attention size, the smallest MLP size whose accuracy on fresh
-    prompts reaches 0.99 (None if no width in the grid does)."""
-    res = [r["result"] for r in records]
-    return [(a, min((x["mlp_params"] for x in res if x["attn_params"] == a
-                     and x["fresh_acc"] >= 0.99), default=None))
-            for a in sorted({x["attn_params"] for x in res})]
+    """The measured frontier: per attention size, the smallest MLP size whose mean accuracy on
+    fresh prompts reaches 0.99 (None if no width in the grid does)."""
+    cells = tradeoff_cells(records)
+    return [(a, min((m for (a2, m), (acc, _) in cells.items() if a2 == a and acc >= 0.99),
+                    default=None)) for a in sorted({a for a, _ in cells})]
 
 
 def tradeoff_fits(records):
@@ -353,13 +362,14 @@ def tradeoff_fits(records):
 
 
 def tradeoff_summary(records):
-    c, cells = records[0]["config"], {(r["config"]["m"], r["config"]["H"]): r for r in records}
-    Hs, ms = sorted({H for _, H in cells}), sorted({m for m, _ in cells}, reverse=True)
-    rows = ["| MLP \\ attention | " + " | ".join(f"{c['d'] * c['dh'] * H} (H={H})" for H in Hs)
-            + " |", "|---" * (len(Hs) + 1) + "|"]
-    for m in ms:
-        accs = [f"{cells[m, H]['result']['fresh_acc']:.2f}" if (m, H) in cells else "" for H in Hs]
-        rows.append(f"| {c['d'] * m} (m={m}) | " + " | ".join(accs) + " |")
+    c, cells = records[0]["config"], tradeoff_cells(records)
+    attn, mlp = sorted({a for a, _ in cells}), sorted({m for _, m in cells}, reverse=True)
+    rows = [f"| MLP \\ attention (seeds: {len({r['config']['seed'] for r in records})}) | "
+            + " | ".join(f"{a} (H={a // (c['d'] * c['dh'])})" for a in attn) + " |",
+            "|---" * (len(attn) + 1) + "|"]
+    for m in mlp:
+        accs = ["{:.2f} ± {:.2f}".format(*cells[a, m]) if (a, m) in cells else "" for a in attn]
+        rows.append(f"| {m} (m={m // c['d']}) | " + " | ".join(accs) + " |")
     return "\n".join(rows) + "\n" + fits_text("tradeoff", tradeoff_fits(records))
 
 

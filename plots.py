@@ -33,15 +33,11 @@ def with_data(fig, path, data):
     return fig
 
 
-def legend_below(ax, ncol=2, dy=-0.14):
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
-
-
-def log_axes(ax, xlabel, ylabel, title, **legend):
-    """Log-log axes with these labels, the title, and the legend below (legend_below)."""
+def log_axes(ax, xlabel, ylabel, title, ncol=2, dy=-0.14):
+    """Log-log axes with these labels, the title, and the legend below the axes."""
     ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize="medium")
-    legend_below(ax, **legend)
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
 
 
 # ----------------------------------------------------------------------------- paper A
@@ -78,7 +74,7 @@ def fig_fig5(records, path):
                  f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}\nstages from the mean "
                  f"over {len(records)} seeds (stage ends ± 1 sd shaded dark; sd {sd[0]:.0f} and "
                  f"{sd[1]:.0f} steps)", fontsize="small")
-    legend_below(ax, dy=-0.17)
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2)
     return fig
 
 
@@ -180,17 +176,19 @@ def edges(v):
 
 
 def fig_tradeoff(records, path):
-    """Accuracy over (attention params d dh H, MLP params d m) at one fact table; frontiers."""
-    attn, mlp = (sorted({r["result"][k] for r in records}) for k in ("attn_params", "mlp_params"))
+    """Mean accuracy over seeds per (attention params d dh H, MLP params d m) cell; frontiers."""
+    cells = ex.tradeoff_cells(records)
+    attn, mlp = sorted({a for a, _ in cells}), sorted({m for _, m in cells})
     acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
-    for x in (r["result"] for r in records):
-        acc[mlp.index(x["mlp_params"]), attn.index(x["attn_params"])] = x["fresh_acc"]
+    for (a, m), (mean, _) in cells.items():
+        acc[mlp.index(m), attn.index(a)] = mean
     facts, cfg = records[0]["result"]["facts"], records[0]["config"]
     fits = ex.tradeoff_fits(records)["frontier"]
     xe, ye = edges(attn), edges(mlp)
     fig, ax = plt.subplots(figsize=(6.6, 5.2))
     mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax).set_label("accuracy on fresh prompts", fontsize="small")
+    fig.colorbar(mesh, ax=ax).set_label(f"accuracy on fresh prompts, mean of "
+                                        f"{len({r['config']['seed'] for r in records})} seeds")
     for i, j in np.ndindex(acc.shape):      # values on their cell's colour, above every line
         ax.text(attn[j], mlp[i], f"{acc[i, j]:.2f}", ha="center", va="center", fontsize="small",
                 zorder=5, color="w" if acc[i, j] < 0.6 else "k",
@@ -237,8 +235,7 @@ def fig_b_agree(records, path):
                     [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
            xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
-    ax.legend(fontsize="small", loc="upper left")
-    ax.set_title("three-step model: theory vs simulation", fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", title="three steps: theory vs simulation")
     return fig
 
 

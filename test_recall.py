@@ -814,7 +814,6 @@ def test_saturated_noise_terms_by_hand():
                                      K2=1.0, vK=0.0, rho2=0.0)
     assert T["distractor"] == 0.0
     assert sum(T.values()) == pytest.approx(0.2 + 0.1 * 11 + 1.0)
-    assert theory.retrieval_signal(V, N, 1.0, 1.0, 1.0, 1.0) == pytest.approx(A)
 
 
 def test_attention_and_query_by_hand():

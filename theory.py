@@ -142,12 +142,6 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
     return p, nu2
 
 
-def retrieval_signal(V, N, p_t, f_t, K_t, Kbar):
-    """[ours] Mean lead S of the correct logit over a typical wrong one (MODEL.md 4.4)."""
-    A = N / V
-    return A * p_t * p_t + f_t * A * (K_t - Kbar)
-
-
 def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
     """[ours] Variances of a wrong logit over S^2 (MODEL.md 4.5) at attention p_t, distractor mass
     nu2_t, trigger coordinate f_t: overlap, mean_bias, crosstalk, distractor (p2, K2, vK, rho2:
@@ -191,7 +185,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     nodes = []
     for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
         ft = Kt / z2                                         # (phi_t . z_trig) / z2
-        S = retrieval_signal(V, N, pt, ft, Kt, Kbar)
+        S = A * pt * pt + ft * A * (Kt - Kbar)               # signal: mean lead (MODEL.md 4.4)
         nodes.append({"x": xt, "w": wt, "S": S})
         if S <= 0:                                           # not stored at all: chance
             continue
