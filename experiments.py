@@ -368,7 +368,7 @@ def tradeoff_summary(records):
             + " | ".join(f"{a} (H={a // (c['d'] * c['dh'])})" for a in attn) + " |",
             "|---" * (len(attn) + 1) + "|"]
     for m in mlp:
-        accs = ["{:.2f} ± {:.2f}".format(*cells[a, m]) if (a, m) in cells else "" for a in attn]
+        accs = ["{:.3f} ± {:.3f}".format(*cells[a, m]) if (a, m) in cells else "" for a in attn]
         rows.append(f"| {m} (m={m // c['d']}) | " + " | ".join(accs) + " |")
     return "\n".join(rows) + "\n" + fits_text("tradeoff", tradeoff_fits(records))
 

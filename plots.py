@@ -190,14 +190,14 @@ def fig_tradeoff(records, path):
     fig.colorbar(mesh, ax=ax).set_label(f"accuracy on fresh prompts, mean of "
                                         f"{len({r['config']['seed'] for r in records})} seeds")
     for i, j in np.ndindex(acc.shape):      # values on their cell's colour, above every line
-        ax.text(attn[j], mlp[i], f"{acc[i, j]:.2f}", ha="center", va="center", fontsize="small",
+        ax.text(attn[j], mlp[i], f"{acc[i, j]:.3f}", ha="center", va="center", fontsize="small",
                 zorder=5, color="w" if acc[i, j] < 0.6 else "k",
                 bbox={"fc": mesh.to_rgba(acc[i, j]), "ec": "none", "pad": 1})
     front = ex.tradeoff_frontier(records)                          # along the cells' lower edges
     level = [np.nan if m is None else ye[mlp.index(m)] for _, m in front]
     if not np.isnan(level).all():
         ax.stairs(level, xe, color="C3", lw=2.5, baseline=None,
-                  label=r"measured frontier: lowest cell $\geq 99\%$ per column")
+                  label=r"measured frontier: lowest cell with mean $\geq 99\%$ per column")
     aa = np.geomspace(xe[0], xe[-1], 200)
     ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1,
             label="authors' frontier, scaled to our facts")
@@ -209,7 +209,7 @@ def fig_tradeoff(records, path):
     log_axes(ax, rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
              rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})",
              f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
-             f"$d_h={cfg['dh']}$")
+             f"$d_h={cfg['dh']}$", ncol=1)
     ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
     ax.set_xticks(attn, [str(a) for a in attn])
     ax.set_yticks(mlp, [str(m) for m in mlp])
