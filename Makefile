@@ -2,9 +2,9 @@
 # `make X` runs experiment X alone (the list below).  `make test` runs the tests, `make demo` a
 # seminar set at tiny scale, `make homework` writes the student copy homework/ (HOMEWORK=DIR:
 # elsewhere) and `make check` (EX=N: exercise N only) checks the exercises, `make bench` times
-# the kernels.  Every target creates .venv and installs requirements.txt first.  SCALE=tiny for
-# seconds, SCALE=full for the papers' grids; JOBS=N runs N configurations in parallel; TALK=1
-# draws figures for a projector.
+# the kernels.  Every target but clean creates .venv and installs requirements.txt first.
+# SCALE=tiny for seconds, SCALE=full for the papers' grids; JOBS=N runs N configurations in
+# parallel; TALK=1 draws figures for a projector.
 # `make clean` removes results and caches (figures/ stays).
 PYTHON ?= python3
 PY = .venv/bin/python

@@ -371,8 +371,8 @@ FIGURES = {name: globals()[f"fig_{name}"] for name in ex.EXPERIMENTS}   # name -
 
 def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     """Draw figure `name` from the last run at `scale` (None: the newest) in `results` into
-    `path`, by default figures/<name>.png (figures/<scale>/<name>.png at a scale other than
-    small); returns the file written.  FileNotFoundError if there is nothing to draw."""
+    `path`, by default figures/<name>.png (fig5: fig5_sequential.png), in figures/<scale>/ at a
+    scale other than small; returns the file.  FileNotFoundError if there is nothing to draw."""
     records, listed = train.load_records(results, name, scale)
     if not records:
         run = f"python train.py {name}" + (f" --scale {scale}" if scale else "") + (
