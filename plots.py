@@ -235,7 +235,7 @@ def fig_b_agree(records, path):
                     [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
     ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
            xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
-    ax.legend(fontsize="small", loc="upper left", title="three steps: theory vs simulation")
+    ax.legend(fontsize="small", title="three steps", title_fontsize="small", loc="upper left")
     return fig
 
 
