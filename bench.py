@@ -25,14 +25,12 @@ def timeit(*fns, repeat=5, min_time=0.2):
     return [float(np.median(ts[1:])) for ts in times]
 
 
-def check_same(a, b):
-    """Refuse to time two implementations that do not compute the same arrays."""
+def check_same(a, b):                 # refuse to time two forms that compute different arrays
     worst = max(np.abs(a[k] - b[k]).max() / (np.abs(b[k]).max() + 1e-30) for k in a)
     assert worst < 1e-3, f"implementations disagree: {worst:.1e}"          # float32
 
 
-def gradient(forward, backward, params, fixed, inputs, y):
-    """Loss and gradients of one model (a forward/backward pair of recall.py)."""
+def gradient(forward, backward, params, fixed, inputs, y):    # loss and grads of a recall model
     logits, cache = forward(params, fixed, inputs)
     loss, dlogits = rc.cross_entropy(logits, y)
     return loss, backward(dlogits, cache)

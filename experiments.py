@@ -178,9 +178,9 @@ def fits_text(name, fits):
 # ----------------------------------------------------------------------------- mlp (A2)
 # Paper A, Fig. 1 right and Fig. 6: capacity of relu(E[x] W1 + b1) W2 U^T with m = alpha d.
 
-MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=1,
-                    lr=0.03, steps=2048, patience=256, ratio=1.04, dmax=90),
-               tiny=dict(d=[8, 16], max_md=256, steps=1024, ratio=1.1),
+MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=3,
+                    lr=0.03, steps=2048, patience=256, ratio=1.04, dmax=90, dtype="float32"),
+               tiny=dict(d=[8, 16], max_md=256, steps=1024, ratio=1.1, seeds=1),
                full=dict(d=[8, 11, 16, 22, 32, 45, 64, 90], max_md=None, seeds=5, steps=32768,
                          patience=None, ratio=1.01))
 
@@ -198,7 +198,7 @@ def mlp_configs(g, seed):
         lo, hi = max(2, int(ref / 2)), int(2 * ref) + 1
         out += [{"d": d, "alpha": alpha, "M": M, "regime": regime, "seed": s, "lr": g["lr"],
                  "steps": g["steps"], "patience": g["patience"], "ratio": g["ratio"],
-                 "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
+                 "dtype": g["dtype"], "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
     return sorted(out, key=lambda c: -c["alpha"] * c["d"] ** 2)
 
 
@@ -206,7 +206,7 @@ def mlp_one(cfg):
     """Capacity (99% criterion) of one MLP memory of width m = alpha d."""
     d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
     trial, memo = train.memoised(lambda N: train.mlp_memory_trial(
-        N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"], cfg["patience"]))
+        N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"], cfg["patience"], cfg["dtype"]))
 
     def succeeds(N):
         return trial(N)["first99"] is not None
@@ -240,8 +240,9 @@ def mlp_summary(records):
 
 FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
                       steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
-                      prompts_per_fact=4, bracket=[0.07, 0.14], dtype="float32", dmax=64),
-                 tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1]),
+                      prompts_per_fact=4, bracket=[0.07, 0.14], dtype="float32", dmax=64, seeds=3),
+                 tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1],
+                           seeds=1),
                  full=dict(d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25], b=[4, 2, 1, 0.5, 0.25],
                            lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024))
 
@@ -261,8 +262,8 @@ def facts_configs(g, seed):
             continue
         P = theory.transformer_params(d, H, int(dh), int(m))
         lo, hi = (math.sqrt(c * P) for c in g["bracket"])
-        out.append(dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=seed,
-                        lo=int(lo), hi=int(math.ceil(hi))))
+        out += [dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=s, lo=int(lo),
+                     hi=int(math.ceil(hi))) for s in range(seed, seed + g["seeds"])]
     return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
 
 
@@ -293,11 +294,11 @@ def facts_fits(records):
 
 
 def facts_summary(records):
-    rows = ["| d | H | dh | m | params | S (fresh 99%) | facts/param |", "|---" * 7 + "|"]
-    for r in sorted(records, key=lambda r: r["result"]["params"]):
+    rows = ["| d | H | dh | m | params | seed | S (fresh 99%) | facts/param |", "|---" * 8 + "|"]
+    for r in sorted(records, key=lambda r: (r["result"]["params"], r["config"]["seed"])):
         c, x = r["config"], r["result"]
         edge = " (bracket edge)" if x["lo_fails"] or x["hi_succeeds"] else ""
-        rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | "
+        rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | {c['seed']} | "
                     f"{x['S_fresh99']}{edge} | {x['facts_fresh99'] / x['params']:.3f} |")
     return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
 
@@ -779,8 +780,7 @@ def b_scaling_summary(records):
 # ----------------------------------------------------------------------------- the list
 
 def experiment(name, help):
-    """The block of experiment `name` for the runner: its grid NAME, name_configs, name_one
-    (draws_one if none) and name_summary."""
+    """Experiment `name` for the runner: NAME, name_configs, name_one (draws_one), name_summary."""
     block = globals()
     return {"help": help, "grid": block[name.upper()], "configs": block[f"{name}_configs"],
             "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"]}

@@ -546,7 +546,8 @@ def test_linear_tiny_run_and_figure(tmp_path):
 
 
 def test_mlp_tiny_run_and_figure(tmp_path):
-    cfgs = ex.mlp_configs(dict(ex.MLP["small"], d=[8], alpha=[1, 2], steps=400), 0)
+    cfgs = ex.mlp_configs(dict(ex.MLP["small"], d=[8], alpha=[1, 2], steps=400, seeds=1), 0)
+    assert {c["dtype"] for c in cfgs} == {"float32"}                  # single precision, as JAX
     recs = train.sweep("mlp", cfgs, ex.mlp_one, str(tmp_path), 1)
     for regime in ("M=N", "M=32"):
         caps = [r["result"]["cap99"] for r in sorted(recs, key=lambda r: r["config"]["alpha"])
@@ -567,7 +568,7 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
     assert [c["d"] for c in cfgs] == [20, 16] and {c["dtype"] for c in cfgs} == {"float32"}
     assert [c["H"] for c in cfgs] == [5, 8]                          # 8 heads, or d/4
     full = ex.facts_configs(ex.FACTS["full"], 0)
-    assert len(full) == 70 and {(c["lo"], c["hi"]) for c in full if c["d"] == 16 and
+    assert len(full) == 3 * 70 and {(c["lo"], c["hi"]) for c in full if c["d"] == 16 and
                                 c["a"] == c["b"] == 1} == {(10, 15)}   # sqrt(c 6 d^2)
     seen = set()
     real = rc.transformer_forward

@@ -127,14 +127,15 @@ def hebbian_accuracy(N, d, seed):
     return rc.accuracy(logits, np.arange(N))
 
 
-def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None):
+def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None, dtype="float64"):
     """Train relu(E[x] W1 + b1) W2 U^T (init variance 1/fan_in) by full-batch Adam on N sphere
-    embeddings (A2) until 99% are recalled; f(i) = i (M = None, N classes) or (i M) // N."""
+    embeddings (A2) in dtype until 99% are recalled; f(i) = i (M = None) or (i M) // N."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"),
              "U": rc.embeddings(N if M is None else M, d, rng, "sphere")}
     params = {"W1": rng.standard_normal((d, m)) / np.sqrt(d), "b1": np.zeros(m),
               "W2": rng.standard_normal((m, d)) / np.sqrt(m)}
+    fixed, params = ({k: v.astype(dtype) for k, v in x.items()} for x in (fixed, params))
     y = np.arange(N) if M is None else (np.arange(N) * M) // N    # (N,)
     out = fit_memory(rc.mlp_memory_forward, rc.mlp_memory_backward, params, fixed, y, lr, steps,
                      0.99, patience)
