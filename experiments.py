@@ -288,7 +288,7 @@ def facts_fits(records):
         return {}
     P, F = np.array(pts, float).T
     k = theory.fit_constant(P, F)
-    slope = float(np.polyfit(np.log(P), np.log(F), 1)[0]) if len(set(P)) > 1 else math.nan
+    slope = theory.loglog_slope(P, F)
     bits = k * math.log2(records[0]["config"]["D"])
     return {"facts_fresh99": {"facts_per_param": k, "bits_per_param": bits, "loglog_slope": slope}}
 

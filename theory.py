@@ -307,10 +307,10 @@ def coverage_N(V, tau):
 
 
 def loglog_slope(x, y):
-    """Least-squares slope of log y against log x (finite points only)."""
+    """Least-squares slope of log y against log x (finite points; nan if < 2 distinct x)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    if ok.sum() < 2:
+    if len(set(x[ok])) < 2:
         return float("nan")
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
