@@ -155,7 +155,8 @@ def linear_fits(records):
         if pts:
             N, d = np.array(pts, float).T
             c = theory.fit_constant(N * np.log(N), d * d)
-            out[key] = {"c": c, "bits_per_param": theory.bits_per_param_linear(c)}
+            ci = seed_interval(d, lambda k: theory.fit_constant(N[k] * np.log(N[k]), d[k] ** 2))
+            out[key] = {"c": c, "bits_per_param": theory.bits_per_param_linear(c), "c_95": ci}
     return out
 
 
@@ -171,8 +172,22 @@ def linear_summary(records):
 
 
 def fits_text(name, fits):
-    return "\n".join(f"{name} {key}: " + ", ".join(f"{k} = {x:.3g}" for k, x in v.items())
+    """One line per fit; a pair [lo, hi] is a 95% interval (seed_interval)."""
+    def text(x):
+        return f"[{x[0]:.3g}, {x[1]:.3g}]" if isinstance(x, list) else f"{x:.3g}"
+    return "\n".join(f"{name} {key}: " + ", ".join(f"{k} = {text(x)}" for k, x in v.items())
                      for key, v in fits.items())
+
+
+def seed_interval(groups, stat, resamples=1000, seed=0):
+    """95% bootstrap interval of stat(k) over index arrays k that redraw, with replacement, the
+    runs of each group (one size, its seeds): rough with three seeds; [nan, nan] with one."""
+    runs = [np.flatnonzero(np.asarray(groups) == g) for g in sorted(set(groups))]
+    if min(map(len, runs)) < 2:
+        return [math.nan, math.nan]
+    rng = np.random.default_rng(seed)
+    stats = [stat(np.concatenate([rng.choice(k, len(k)) for k in runs])) for _ in range(resamples)]
+    return [float(v) for v in np.nanpercentile(stats, [2.5, 97.5])]
 
 
 # ----------------------------------------------------------------------------- mlp (A2)
@@ -225,9 +240,12 @@ def mlp_fits(records):
         if len(rs) < 2:
             continue
         N, md = np.array([(r["result"]["cap99"], r["result"]["md"]) for r in rs], float).T
-        c = theory.fit_constant(N * np.log(N) if regime == "M=N" else N, md)
+        def fit(k):
+            return theory.fit_constant(N[k] * np.log(N[k]) if regime == "M=N" else N[k], md[k])
+        c = fit(np.arange(len(N)))
         out[regime] = {"c": c, "bits_per_param": theory.bits_per_param_mlp(c, regime),
-                       "loglog_slope": theory.loglog_slope(md, N)}
+                       "loglog_slope": theory.loglog_slope(md, N), "c_95": seed_interval(md, fit),
+                       "slope_95": seed_interval(md, lambda k: theory.loglog_slope(md[k], N[k]))}
     return out
 
 
@@ -288,9 +306,11 @@ def facts_fits(records):
         return {}
     P, F = np.array(pts, float).T
     k = theory.fit_constant(P, F)
-    slope = theory.loglog_slope(P, F)
-    bits = k * math.log2(records[0]["config"]["D"])
-    return {"facts_fresh99": {"facts_per_param": k, "bits_per_param": bits, "loglog_slope": slope}}
+    return {"facts_fresh99": {
+        "facts_per_param": k, "bits_per_param": k * math.log2(records[0]["config"]["D"]),
+        "loglog_slope": theory.loglog_slope(P, F),
+        "facts_per_param_95": seed_interval(P, lambda i: theory.fit_constant(P[i], F[i])),
+        "slope_95": seed_interval(P, lambda i: theory.loglog_slope(P[i], F[i]))}}
 
 
 def facts_summary(records):
@@ -575,31 +595,43 @@ def b_embed_summary(records):
 # Attention only against attention + a fixed random ReLU MLP of width m, plain and centred.
 
 B_MLP = by_scale(dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=10.0,
-                      n_test=1000, draws=DRAWS["small"]),
-                 tiny=dict(V=16, N=200, d=[8], m=[8, 32], draws=DRAWS["tiny"]))
+                      n_test=1000, draws=DRAWS["small"], adam_N=1000, adam_draws=5,
+                      adam_steps=150, adam_lr=0.02),
+                 tiny=dict(V=16, N=200, d=[8], m=[8, 32], draws=DRAWS["tiny"], adam_N=100,
+                           adam_draws=2, adam_steps=20))
 
 
 def b_mlp_configs(g, seed):
-    """Per d: attention only, then each m plain and centred, all on the same draws."""
-    arms = [(None, False)] + [(m, centred) for m in g["m"] for centred in (False, True)]
-    return [draws_config(g["V"], d, g["L"], [g["N"]], seed, g["draws"], q=g["q"], m=m,
-                         n_test=g["n_test"], centred=centred)
-            for d in g["d"] for m, centred in arms]
+    """Per d, on the same draws: three steps (N samples) with attention only, then each m plain
+    and centred; Adam (adam_N samples, adam_draws draws) with attention only and each m plain."""
+    arms = [("three_step", None, False)] + [("three_step", m, centred) for m in g["m"]
+                                            for centred in (False, True)]
+    arms += [("adam", m, False) for m in [None] + g["m"]]
+    return [draws_config(g["V"], d, g["L"], [g["adam_N" if a == "adam" else "N"]], seed,
+                         g["adam_draws" if a == "adam" else "draws"], q=g["q"], m=m,
+                         n_test=g["n_test"], centred=centred, method=a, steps=g["adam_steps"],
+                         lr=g["adam_lr"]) for d in g["d"] for a, m, centred in arms]
 
 
 def b_mlp_summary(records):
-    """Per d: the paired differences to attention only, and the formula's predictions."""
+    """Per d and learner: the paired differences to attention only; the formula's predictions
+    (three steps)."""
     out = []
-    for d in sorted({r["config"]["d"] for r in records}):
-        rs = sorted((r for r in records if r["config"]["d"] == d),
+    for d, a in itertools.product(sorted({r["config"]["d"] for r in records}), LEARNERS):
+        rs = sorted((r for r in records if r["config"]["d"] == d and r["config"]["method"] == a),
                     key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
+        if not rs:
+            continue
+        out.append(paired_table(rs[0], rs, LEARNERS[a] + ": d={d}, m={m}, centred={centred}",
+                                "attention only"))
         c = rs[0]["config"]                                        # attention only
         args = (c["V"], c["Ns"][0], d, c["L"], c["q"])
         mlps = [f"+ MLP m={m} {theory.retrieval_accuracy(*args, m):.3f}"
                 for m in sorted({r["config"]["m"] for r in rs if "m" in r["config"]})]
-        out.append(paired_table(rs[0], rs, "d={d}, m={m}, centred={centred}", "attention only"))
-        out.append(f"predicted (no centred variant): attention only "
-                   f"{theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps) + "\n")
+        if a == "three_step":
+            out.append(f"predicted (no centred variant): attention only "
+                       f"{theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps))
+        out[-1] += "\n"
     return "\n".join(out)
 
 

@@ -79,13 +79,13 @@ def fig_fig5(records, path):
 
 
 def band(ax, records, x_of, key, color, label, style="o-", ms=None):
-    """result[key] against x_of(record): mean over seeds with a min-max band; returns the
+    """result[key] against x_of(record): mean over seeds with a +-1 sd band; returns the
     plotted (x, mean).  ms: open markers of that size (a curve drawn over another one)."""
     x = sorted({x_of(r) for r in records})
     vals = [[r["result"][key] for r in records if x_of(r) == v] for v in x]
     mean = np.array([np.mean(v) for v in vals])
-    ax.fill_between(x, [min(v) for v in vals], [max(v) for v in vals], color=color, alpha=0.2,
-                    lw=0)
+    sd = np.array([np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in vals])
+    ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.2, lw=0)
     ax.plot(x, mean, style, color=color, ms=ms or 4, mew=1.5, mfc="none" if ms else color,
             label=label)
     return list(map(float, x)), mean.tolist()
@@ -109,7 +109,7 @@ def fig_linear(records, path):
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:
         ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     log_axes(ax, r"parameters $d^2$", r"capacity $N$ (associations)", r"Linear memory "
-             r"$\arg\max_y\, e_x^\top W u_y$: mean over seeds, band min to max", dy=-0.17)
+             r"$\arg\max_y\, e_x^\top W u_y$: mean over seeds, band $\pm$ 1 sd", dy=-0.17)
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
@@ -146,10 +146,11 @@ def fig_facts(records, path):
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted, P = {}, np.array([r["result"]["params"] for r in records])
     F, f = np.array([r["result"]["facts_fresh99"] for r in records]), fits.get("facts_fresh99", {})
-    s = f.get("loglog_slope", np.nan)                    # no slope named where it is undefined
+    s, ci = f.get("loglog_slope", np.nan), f.get("slope_95", [np.nan, np.nan])
+    slope = "" if np.isnan(s) else f", slope {s:.2f}" + ("" if np.isnan(ci[0]) else
+                                                         " [{:.2f}, {:.2f}]".format(*ci))
     ax.scatter(P, F, color="C0", marker="o", s=36, zorder=3, label=r"$\geq 99\%$ on 1024 fresh "
-               f"prompts: {f.get('facts_per_param', np.nan):.3f} facts/param"
-               + ("" if np.isnan(s) else f", slope {s:+.2f}"))
+               f"prompts: {f.get('facts_per_param', np.nan):.3f} facts/param{slope}")
     plotted["facts_fresh99"] = [P.tolist(), F.tolist()]
     first = min(r["config"]["seed"] for r in records)          # one label per size, its first seed
     for r in (r for r in records if r["config"]["seed"] == first):   # an edge capacity is a bound
@@ -269,36 +270,45 @@ def fig_b_embed(records, path):
 
 
 def fig_b_mlp(records, path):
-    """Per d: accuracy (mean +- 1 sd over paired draws) against m d / V, with and without MLP."""
+    """Per d: accuracy (mean +- 1 sd over paired draws) against m d / V, with and without MLP,
+    for three steps and for Adam."""
     c = records[0]["config"]
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in records})
-    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 3.6), sharey=True,
+    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 4.4), sharey=True,
                              squeeze=False)
     ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
-    arms = {(r["config"]["d"], r["config"].get("m"), r["config"]["centred"]):   # (draws,)
-            np.array(r["result"]["accuracy"])[:, 0] for r in records}
+    arms = {(r["config"]["method"], r["config"]["d"], r["config"].get("m"), r["config"]["centred"]):
+            np.array(r["result"]["accuracy"])[:, 0] for r in records}       # (draws,) each
+    adam_N = next(r["config"]["Ns"][0] for r in records if r["config"]["method"] == "adam")
     for ax, d in zip(axes[0], ds):
         x = np.array(ms) * d / V
-        for centred, col, lab in ((False, "C0", "+ fixed MLP"), (True, "C1", "+ centred MLP")):
-            acc = [arms[d, m, centred] for m in ms]
+        for a, centred, col, lab in (("adam", False, "C2", f"Adam, + fixed MLP (N={adam_N})"),
+                                     ("three_step", False, "C0", "three steps, + fixed MLP"),
+                                     ("three_step", True, "C1", "three steps, + centred MLP")):
+            acc = [arms[a, d, m, centred] for m in ms]
             ax.errorbar(x, np.mean(acc, 1), np.std(acc, 1, ddof=1), fmt="o-", color=col, ms=3,
                         capsize=2, label=lab)
-        att = arms[d, None, False]                              # attention only
-        ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color="k",
-                   alpha=0.1, label="attention only ± 1 sd")
-        ax.axhline(att.mean(), color="k", ls="--", label="attention only")
+        for a, col in (("adam", "C2"), ("three_step", "k")):
+            att = arms[a, d, None, False]                               # attention only
+            ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color=col,
+                       alpha=0.1)
+            ax.axhline(att.mean(), color=col, ls="--", label=f"{ex.LEARNERS[a]}, attention only "
+                       "(± 1 sd)")
         ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:",
-                label="predicted, + MLP")
+                label="predicted, three steps + MLP")
         ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":",
-                   label="predicted, attention only")
+                   label="predicted, three steps, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
         ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
         ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
-    axes[0][0].legend(fontsize="x-small")
-    fig.suptitle(f"V={V}, N={N}, L={L}, q={q:g}, {len(att)} paired draws "
-                 "(same embeddings, samples, test set)", fontsize="small")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize="x-small", loc="outside lower "
+               "center", ncol=3)
+    n = {a: len(arms[a, ds[0], None, False]) for a in ("three_step", "adam")}
+    fig.suptitle(f"V={V}, L={L}; three steps: N={N}, q={q:g}, {n['three_step']} paired draws; "
+                 f"Adam: N={adam_N}, {n['adam']} paired draws", fontsize="small")
     return fig
 
 

@@ -1129,3 +1129,19 @@ def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp
     _paste(copy, "recall.py", "cross_entropy", lambda s: s.replace("(1.0 / B)", "1.0"))
     code, lines = _check(copy, "7")
     assert code == 1 and lines[0].endswith("; exercise 1 fails too: fix it first"), lines
+
+
+def test_seed_interval_covers_the_fit_and_needs_two_seeds():
+    """A slope fitted over sizes with three noisy seeds each: the interval holds the fit on all
+    runs and shrinks with the noise; one seed per size gives no interval."""
+    rng = np.random.default_rng(0)
+    x = np.repeat([1.0, 2.0, 4.0, 8.0], 3)
+    widths = []
+    for noise in (0.02, 0.2):
+        y = x * np.exp(noise * rng.standard_normal(len(x)))
+        lo, hi = ex.seed_interval(x, lambda k: theory.loglog_slope(x[k], y[k]))
+        assert lo <= theory.loglog_slope(x, y) <= hi
+        widths.append(hi - lo)
+    assert 0 < widths[0] < widths[1] / 3
+    assert np.isnan(ex.seed_interval([1, 2, 4], lambda k: 0.0)).all()
+    assert "c = [1, 2]" in ex.fits_text("t", {"f": {"c": [1.0, 2.0]}})
