@@ -297,20 +297,29 @@ def facts_one(cfg):
             "trials": [memo[S] for S in sorted(memo)]}
 
 
+def facts_family(record):
+    """The family a record belongs to: a = dh H / d and b = m / d, as text."""
+    return f"a={record['config']['a']:g} b={record['config']['b']:g}"
+
+
 def facts_fits(records):
-    """Facts per parameter k in facts = k params (geometric mean), bits per parameter k log2 D,
-    and the log-log slope of facts against params (1 = linear); {} if no size stored a fact."""
-    pts = [(r["result"]["params"], r["result"]["facts_fresh99"]) for r in records
-           if r["result"]["facts_fresh99"] > 0]
-    if not pts:
-        return {}
-    P, F = np.array(pts, float).T
-    k = theory.fit_constant(P, F)
-    return {"facts_fresh99": {
-        "facts_per_param": k, "bits_per_param": k * math.log2(records[0]["config"]["D"]),
-        "loglog_slope": theory.loglog_slope(P, F),
-        "facts_per_param_95": seed_interval(P, lambda i: theory.fit_constant(P[i], F[i])),
-        "slope_95": seed_interval(P, lambda i: theory.loglog_slope(P[i], F[i]))}}
+    """Per family: facts per parameter k in facts = k params (geometric mean), bits per
+    parameter k log2 D, the log-log slope of facts against params (1 = linear), with 95%
+    intervals over seeds; a family that stored no fact is left out."""
+    out = {}
+    for fam in sorted({facts_family(r) for r in records}, reverse=True):   # attention first
+        pts = [(r["result"]["params"], r["result"]["facts_fresh99"]) for r in records
+               if facts_family(r) == fam and r["result"]["facts_fresh99"] > 0]
+        if not pts:
+            continue
+        P, F = np.array(pts, float).T
+        k = theory.fit_constant(P, F)
+        out[fam] = {
+            "facts_per_param": k, "bits_per_param": k * math.log2(records[0]["config"]["D"]),
+            "loglog_slope": theory.loglog_slope(P, F),
+            "facts_per_param_95": seed_interval(P, lambda i: theory.fit_constant(P[i], F[i])),
+            "slope_95": seed_interval(P, lambda i: theory.loglog_slope(P[i], F[i]))}
+    return out
 
 
 def facts_summary(records):
@@ -321,6 +330,27 @@ def facts_summary(records):
         rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | {c['seed']} | "
                     f"{x['S_fresh99']}{edge} | {x['facts_fresh99'] / x['params']:.3f} |")
     return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
+
+
+# ----------------------------------------------------------------------------- families (A4)
+# "Either attention or MLP": facts against parameters for three ways of spending them.
+
+PER_FAMILY = ("a", "b", "H")      # facts' fields that each family sets
+FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PER_FAMILY},
+                         d=[16, 24, 32, 48],
+                         families=[[4, 0.25, None], [1, 1, None], [0.25, 4, 1]]),
+                    tiny=dict({k: v for k, v in FACTS["tiny"].items() if k not in PER_FAMILY},
+                              families=[[4, 0.25, None], [0.25, 4, 1]]))
+
+
+def families_configs(g, seed):
+    """facts' runs for each family [a, b, H] (dh H = a d, m = b d; H = None: facts' rule):
+    attention-dominated, balanced, MLP-dominated (one head: the least attention that routes)."""
+    return [c for a, b, H in g["families"]
+            for c in facts_configs(dict(g, a=[a], b=[b], H=H), seed)]
+
+
+families_one, families_summary = facts_one, facts_summary    # the same runs, per family
 
 
 # ----------------------------------------------------------------------------- tradeoff (A4)
@@ -823,8 +853,9 @@ EXPERIMENTS = {e["name"]: experiment(**e) for e in [
     dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian"),
     dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"),
     dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer"),
+    dict(name="families", help="paper A: facts vs parameters, attention- or MLP-dominated"),
     dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts"),
     dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
     dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings"),
-    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, plain and centred"),
+    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, three steps and Adam"),
     dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners")]}

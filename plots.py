@@ -141,33 +141,37 @@ def fig_mlp(records, path):
 
 
 def fig_facts(records, path):
-    """Facts stored against parameters 4 H dh d + 2 m d, with the theory lines."""
+    """Facts stored against parameters 4 H dh d + 2 m d, per family (a, b), the authors' line."""
     fits = ex.facts_fits(records)
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted, P = {}, np.array([r["result"]["params"] for r in records])
-    F, f = np.array([r["result"]["facts_fresh99"] for r in records]), fits.get("facts_fresh99", {})
-    s, ci = f.get("loglog_slope", np.nan), f.get("slope_95", [np.nan, np.nan])
-    slope = "" if np.isnan(s) else f", slope {s:.2f}" + ("" if np.isnan(ci[0]) else
-                                                         " [{:.2f}, {:.2f}]".format(*ci))
-    ax.scatter(P, F, color="C0", marker="o", s=36, zorder=3, label=r"$\geq 99\%$ on 1024 fresh "
-               f"prompts: {f.get('facts_per_param', np.nan):.3f} facts/param{slope}")
-    plotted["facts_fresh99"] = [P.tolist(), F.tolist()]
-    first = min(r["config"]["seed"] for r in records)          # one label per size, its first seed
-    for r in (r for r in records if r["config"]["seed"] == first):   # an edge capacity is a bound
-        c, x = r["config"], r["result"]
-        label = f"d={c['d']}\nH={c['H']}" + ("" if (c["a"], c["b"]) == (1, 1)
-                                             else f",a={c['a']},b={c['b']}")
-        ax.annotate(label + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
-                    (x["params"], x["facts_fresh99"]), fontsize="small", xytext=(-6, 0),
-                    zorder=4, textcoords="offset points", ha="right", va="center",
-                    bbox={"fc": "w", "ec": "none", "pad": 0.5})
+    for i, fam in enumerate(sorted({ex.facts_family(r) for r in records}, reverse=True)):
+        rs = [r for r in records if ex.facts_family(r) == fam]
+        p, F = (np.array([r["result"][k] for r in rs]) for k in ("params", "facts_fresh99"))
+        f = fits.get(fam, {})
+        s, ci = f.get("loglog_slope", np.nan), f.get("slope_95", [np.nan, np.nan])
+        slope = "" if np.isnan(s) else f", slope {s:.2f}" + ("" if np.isnan(ci[0]) else
+                                                             " [{:.2f}, {:.2f}]".format(*ci))
+        ax.scatter(p, F, color=f"C{i}", marker="osD"[i % 3], s=36, zorder=3, label=f"{fam}: "
+                   f"{f.get('facts_per_param', np.nan):.3f} facts/param{slope}")
+        plotted[fam] = [p.tolist(), F.tolist()]
+        first = min(r["config"]["seed"] for r in rs)          # one label per size, its first seed
+        for r in (r for r in rs if r["config"]["seed"] == first):   # an edge capacity: a bound
+            c, x = r["config"], r["result"]
+            ax.annotate(f"d={c['d']},H={c['H']}" + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
+                        (x["params"], x["facts_fresh99"]), fontsize="x-small", xytext=(-6, 0),
+                        zorder=4, textcoords="offset points", ha="right", va="center",
+                        bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp, D = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20), records[0]["config"]["D"]
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$",
-             f"One-layer transformer, $D$={D}, $S=R$, $T$={records[0]['config']['T']}, "
-             "$d_hH = a d$, $m = b d$", ncol=1)
+    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ on 1024 "
+             "fresh prompts)", f"One-layer transformer, $D$={D}, $S=R$, $T$="
+             f"{records[0]['config']['T']}, $d_hH = a d$, $m = b d$", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
+
+
+fig_families = fig_facts                                  # the same figure, three families
 
 
 def edges(v):
