@@ -585,9 +585,25 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
         assert res["facts_fresh99"] == res["S_fresh99"] ** 2
         assert res["lo_fails"] == (not res["trials"][0]["fresh99"])   # sorted by S: 1 failed
     path = plots.draw("facts", str(tmp_path), path=str(tmp_path / "facts.png"))
-    P, F = _plotted_json(path)["plotted"]["facts_fresh99"]
+    P, F = _plotted_json(path)["plotted"]["a=1 b=1"]                 # facts' one family
     assert sorted(zip(P, F)) == sorted((r["result"]["params"], r["result"]["facts_fresh99"])
                                        for r in recs)
+
+
+def test_families_configs_spend_parameters_as_named():
+    """Attention-dominated: dh H = 4 d, m = d / 4; MLP-dominated: one head, dh = d / 4, m = 4 d;
+    balanced as facts; the grid has no a, b or H of its own, so --set cannot silently miss."""
+    cfgs = ex.families_configs(ex.FAMILIES["small"], 0)
+    assert not {"a", "b", "H"} & set(ex.FAMILIES["small"])
+    for c in cfgs:
+        attn, mlp = c["H"] * c["dh"], c["m"]
+        assert {(4, 0.25): (attn, mlp) == (4 * c["d"], c["d"] // 4),
+                (1, 1): (attn, mlp) == (c["d"], c["d"]),
+                (0.25, 4): (c["H"], attn, mlp) == (1, c["d"] // 4, 4 * c["d"])}[c["a"], c["b"]]
+    sizes = {fam: sorted({c["d"] for c in cfgs if ex.facts_family({"config": c}) == fam})
+             for fam in ("a=4 b=0.25", "a=1 b=1", "a=0.25 b=4")}
+    assert all(d == [16, 24, 32, 48] for d in sizes.values())         # 4 sizes, 9x in params
+    assert len(cfgs) == 3 * 4 * ex.FAMILIES["small"]["seeds"]
 
 
 def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
