@@ -1,14 +1,12 @@
 """recall.py -- embeddings, tasks, models (forward + hand-derived backward) and the loss.
 
-Every model of the two papers (A: associative memories, factual recall, a one-layer
-transformer, linear attention; B: token retrieval with random embeddings) is a pair of pure
-functions
+Every model (paper A: associative memories, factual recall by a one-layer transformer, linear
+attention; paper B: token retrieval with random embeddings) is a pair of pure functions
     logits, cache = <name>_forward(params, fixed, inputs)
     grads         = <name>_backward(dlogits, cache)
 `params` are trained, `fixed` are frozen (embeddings); `grads` has exactly the keys of params.
-The backward walks the forward in reverse, quoting the forward line it differentiates.  A faster
-form sits right after the textbook one, tested equal to it.  `# exercise N` marks a homework
-solution (homework.py).  Input checks are at the end of the file.
+The backward walks the forward in reverse, quoting each line it differentiates; a faster form
+follows the textbook one, tested equal.  `# exercise N` marks a homework solution (homework.py).
 
 Dimension letters (the papers' symbols):
     B  batch size                 N  number of samples / stored items
@@ -154,8 +152,7 @@ def sample_retrieval(task, N, rng, Lmax=None):
 
 def retrieval_fixed(task):
     """The frozen arrays of the retrieval model, as its `fixed` argument."""
-    keys = ["E", "U", "z_trig", "z_eos"] + (["W_mlp"] if "W_mlp" in task else [])
-    return {k: task[k] for k in keys}
+    return {k: task[k] for k in ("E", "U", "z_trig", "z_eos", "W_mlp") if k in task}
 
 
 # ----------------------------------------------------------------------------- linear memory
@@ -230,9 +227,8 @@ def _transformer_inputs(params, fixed, tokens):
 
 
 def transformer_textbook_forward(params, fixed, tokens):
-    """Paper A's one-layer transformer as the paper writes it: per head h, keys k_t and values
-    v_t; the last position's query q attends over all T positions; an MLP with residual (the
-    EOS embedding is not added back)."""
+    """Paper A's one-layer transformer as the paper writes it: per head, the last position's query
+    attends over all T positions; an MLP with residual (the EOS embedding is not added back)."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)
     X = fixed["E"][tokens]                                         # (B, T, d)      rows x_t
     k = X[:, None] @ params["WK"]                                  # (B, H, T, dh)  k_t = x_t WK_h
@@ -274,17 +270,14 @@ def transformer_textbook_backward(dlogits, cache):  # exercise 4
 
 def _token_counts(tokens, V, dtype):
     """n[b, v]: how often token v occurs in row b of tokens (B, T); (B, V) of dtype."""
-    B = len(tokens)
-    n = np.zeros((B, V), dtype)
-    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), dtype.type(1))
-    return n
+    flat = (np.arange(len(tokens))[:, None] * V + tokens).ravel()
+    return np.bincount(flat, minlength=len(tokens) * V).reshape(-1, V).astype(dtype)
 
 
 def transformer_forward(params, fixed, tokens):
-    """`transformer_textbook_forward` per vocabulary entry v, never per position (tested equal):
-    keys and values depend on the token only, so rows sharing a query token (EOS in task A) share
-    each entry's softmax numerator e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h
-    with a 1 appended to each value,
+    """`transformer_textbook_forward` per vocabulary entry v (tested equal): keys and values depend
+    on the token only, so rows sharing a query token (EOS in task A) share each entry's softmax
+    numerator e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h plus a 1 per value,
       e_hv = exp(E_v . WK_h q_h / sqrt(dh) - c_h)   (any shift c_h cancels in the softmax)
       [sum_t e_t v_t, sum_t e_t] = n (e Ev),        o_h = sum_t e_t v_t / sum_t e_t."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)     # (B, T)
@@ -446,13 +439,11 @@ def retrieval_forward(params, fixed, inputs):
     g, P = _features(phi, fixed)
     Z = g @ params["WV"]                                     # (N, d)
     logits = Z @ fixed["U"].T if "U" in fixed else Z         # (N, V)
-    return logits, {"tokens": tokens, "pos": pos, "a": a, "P": P, "g": g, "params": params,
-                    "fixed": fixed}
+    return logits, dict(tokens=tokens, pos=pos, a=a, P=P, g=g, params=params, fixed=fixed)
 
 
 def retrieval_backward(dlogits, cache):
-    tokens, pos, a, P, g, params, fixed = (cache[k] for k in ("tokens", "pos", "a", "P", "g",
-                                                              "params", "fixed"))
+    tokens, pos, a, P, g, params, fixed = cache.values()                # stored order
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     dZ = dlogits @ fixed["U"] if "U" in fixed else dlogits   # logits = Z U^T,  Z = g WV
     dWV = g.T @ dZ
