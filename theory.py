@@ -74,18 +74,13 @@ def bits_per_param_mlp(c, regime, M=32):
     raise ValueError(f'regime must be "M=N" or "M=32", got {regime!r}')
 
 
-# [paper A figure] Fig. 4 right, hand-drawn for S = R = 32 (1024 facts), d = 32, dh = 8: attention
-# params d dh H >= 1280, attention/2 + MLP params d m >= 2300.  [ours] Scaled linearly with facts.
-AUTHORS_ATTN_MIN_PER_FACT = 1280 / 1024
-AUTHORS_BUDGET_PER_FACT = 2300 / 1024
-
-
 def authors_frontier_mlp(attn_params, facts):
     """[paper A figure, scaled by us] MLP params on the authors' frontier for given attention
-    params: max(0, 2.25 facts - attn/2), or inf below the attention minimum 1.25 facts."""
+    params: max(0, 2.25 facts - attn/2), or inf below the attention minimum 1.25 facts (Fig. 4
+    right, hand-drawn at 1024 facts: attention >= 1280, attention/2 + MLP >= 2300; MODEL.md A4)."""
     a = np.asarray(attn_params, float)
-    mlp = np.maximum(0.0, AUTHORS_BUDGET_PER_FACT * facts - a / 2)
-    return np.where(a < AUTHORS_ATTN_MIN_PER_FACT * facts, np.inf, mlp)
+    mlp = np.maximum(0.0, 2300 / 1024 * facts - a / 2)
+    return np.where(a < 1280 / 1024 * facts, np.inf, mlp)
 
 
 
@@ -130,10 +125,8 @@ def query_cosine(V, N, d, L):
 
 
 def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
-    """[ours] Attention on the informative position, p, and distractor mass |nu|^2 for an answer
-    token of score g (MODEL.md 4.3), query norm q, beta = q cos |z_trig|, tau^2 = q^2/d:
-        p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),
-        |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g), clipped to [(1-p)^2/(L-1), (1-p)^2]."""
+    """[ours] Attention p on the informative position and distractor mass |nu|^2 (nu2) for an
+    answer token of score g at query norm q (MODEL.md 4.3), beta = q cos |z_trig|, tau^2 = q^2/d."""
     g = np.asarray(g, dtype=float)
     beta, tau2 = q * cos * math.sqrt(z2), q * q / d
     p = 1.0 / (1.0 + (L - 1) * np.exp(tau2 / 2 - beta - g))
@@ -176,10 +169,9 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     A = N / V
     x, wx = _normal_nodes(n_nodes)
     g = q / math.sqrt(d) * x                                 # token scores e_x.w
-    zeta = math.sqrt(z2 / d) * x                             # e_x.z_trig
     cos = query_cosine(V, N, d, L)
     p, nu2 = attention_meanfield(q, d, L, g, z2, cos)
-    K = p * (z2 + zeta)
+    K = p * (z2 + math.sqrt(z2 / d) * x)                     # e_x.z_trig = sqrt(z2 / d) x
     p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
     vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
     nodes = []
@@ -201,9 +193,8 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
 
 
 def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
-    """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, width m of
-    the fixed random MLP (`mlp_terms`) if any, with all the noise fresh (MODEL.md 4.6): the
-    frozen-bias formula below with no frozen part."""
+    """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, fixed random
+    MLP of width m if any: the frozen-bias formula below with all the noise fresh (MODEL.md 4.6)."""
     return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=1, fresh=True, n_z=48)[0]
 
 
