@@ -23,10 +23,8 @@ import numpy as np
 # ----------------------------------------------------------------------------- embeddings
 
 def embeddings(n, d, rng, kind="gaussian"):
-    """n embedding vectors of dimension d, as an (n, d) array.
-    "gaussian": entries N(0, 1/d), so rows have norm ~1 and overlaps ~1/sqrt(d).
-    "sphere":   Gaussian rows scaled to unit norm (uniform on the sphere).
-    "onehot":   rows of the identity, e_i (orthogonal; needs d >= n)."""
+    """n embedding vectors of dimension d, as an (n, d) array: "gaussian" entries N(0, 1/d) (rows
+    of norm ~1, overlaps ~1/sqrt(d)), "sphere" rows uniform on the unit sphere, "onehot" e_i."""
     n, d = _check_int("n", n), _check_int("d", d)
     if kind == "gaussian":
         return rng.standard_normal((n, d)) / np.sqrt(d)
@@ -155,7 +153,7 @@ def retrieval_fixed(task):
     return {k: task[k] for k in ("E", "U", "z_trig", "z_eos", "W_mlp") if k in task}
 
 
-# ----------------------------------------------------------------------------- linear memory
+# ----------------------------------------------------------------------------- linear, MLP memory
 
 def linear_memory_forward(params, fixed, x):
     """logits = E[x] W U^T.   W (d, d); E (n, d); U (M, d); x (B,) ints -> logits (B, M)."""
@@ -174,8 +172,6 @@ def linear_memory_backward(dlogits, cache):  # exercise 2
     dZ = dlogits @ U                           # logits = Z U^T        (B, d)
     return {"W": X.T @ dZ}                     # Z = X W               (d, d)
 
-
-# ----------------------------------------------------------------------------- MLP memory
 
 def mlp_memory_forward(params, fixed, x):
     """logits = relu(E[x] W1 + b1) W2 U^T.   W1 (d, m), b1 (m,), W2 (m, d)."""
@@ -419,10 +415,9 @@ def _features(phi, fixed):
 
 
 def retrieval_forward(params, fixed, inputs):
-    """`retrieval_textbook_forward` without forming the rows h (tested equal): the query
-    w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w, and phi = sum_i a_i E[x_i]
-    + a_pos z_trig, from the gathered E[x] when L < V/8, else as C E with C[n, v] = sum_i a_ni
-    1{x_ni = v} (N, V).  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
+    """`retrieval_textbook_forward` without forming the rows h (tested equal; pooling: MODEL.md 1):
+    w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w and phi = sum_i a_i E[x_i]
+    + a_pos z_trig.  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     N, V = len(tokens), len(E)
@@ -432,7 +427,7 @@ def retrieval_forward(params, fixed, inputs):
     a = softmax(s, axis=1)                                   # (N, L)
     if tokens.shape[1] * 8 < V:                              # short rows: gather, N L d work
         phi = np.einsum("nl,nld->nd", a, E[tokens])
-    else:                                                    # long rows: N V d work
+    else:                                                    # long rows: phi = C E, N V d work
         C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
         phi = C.astype(E.dtype) @ E
     phi += np.outer(a[rows, pos], z_trig)                    # (N, d)
