@@ -36,14 +36,12 @@ def solve_n_log_n(y):
 
 
 def linear_capacity_N(d, c=C_SHARP_LINEAR):
-    """[later work / paper A figure] The N solving d^2 = c N ln N: how many associations a
-    d x d linear memory stores (c = 2: sharp top-1 threshold; c = 1.3: the authors' guide)."""
+    """[later work / paper A figure] The N with d^2 = c N ln N: a d x d linear memory's capacity."""
     return solve_n_log_n(d * d / c)
 
 
 def mlp_reference_N(md, regime):
-    """[paper A figure] The N on the authors' reference lines for the MLP memory with m d
-    parameters: regime "M=N": m d = 0.35 N ln N;  regime "M=32": m d = 1.2 N."""
+    """[paper A figure] The N on the authors' line of `regime` for the MLP memory at m d = md."""
     if regime == "M=N":
         return solve_n_log_n(md / C_AUTHORS_MLP_MN)
     if regime == "M=32":
@@ -86,8 +84,7 @@ def authors_frontier_mlp(attn_params, facts):
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
-# The three-step model with eta -> 0 and its predicted accuracy: MODEL.md 3 and 4 ("MODEL.md 4.k"
-# is item k of section 4), whose table of symbols (A, z2, p, nu2, K, f_t, S, sigma) is used here.
+# The three-step model (eta -> 0), its accuracy and symbols: MODEL.md 3 and 4 (4.k: item k of 4).
 
 def _normal_nodes(n):
     """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
