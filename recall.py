@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 
-# ----------------------------------------------------------------------------- embeddings
+# ----------------------------------------------------------------------------- embeddings and loss
 
 def embeddings(n, d, rng, kind="gaussian"):
     """n embedding vectors of dimension d, as an (n, d) array: "gaussian" entries N(0, 1/d) (rows
@@ -37,8 +37,6 @@ def embeddings(n, d, rng, kind="gaussian"):
         return np.eye(n, d)
     raise ValueError(f'kind must be "gaussian", "sphere" or "onehot", got {kind!r}')
 
-
-# ----------------------------------------------------------------------------- loss
 
 def softmax(s, axis=-1):
     """Softmax along `axis`, stable for any magnitude (computed in place on a fresh copy)."""
@@ -71,13 +69,12 @@ def accuracy(logits, y):
     return float((np.argmax(logits, axis=1) == y).mean())
 
 
-# ----------------------------------------------------------------------------- task A: facts
+# ----------------------------------------------------------------------------- tasks (A, B)
 
 def make_facts(S, R, D, rng, T=32, structured=False):
-    """The synthetic factual-recall task of paper A.  Input vocabulary: subjects [0, S),
-    relations [S, S+R), n_noise = S+R noise tokens [S+R, 2(S+R)), one EOS token 2(S+R).
-    Answers: D*R tokens, relation r owning {D r, ..., D r + D - 1}.  The fact table a*(s, r) is
-    uniform over relation r's answers, or, with structured=True, s*D // S + D*r."""
+    """The synthetic factual-recall task of paper A (MODEL.md A3): subjects [0, S), relations
+    [S, S+R), S+R noise tokens, EOS 2(S+R); D*R answers, relation r owning D r ... D r + D - 1;
+    the fact table a*(s, r), uniform over r's answers or, if structured, s*D // S + D*r."""
     S, R, D = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D)))
     T = _check_int("T", T, 3)                                  # subject, relation, EOS
     n_noise = S + R
@@ -91,9 +88,8 @@ def make_facts(S, R, D, rng, T=32, structured=False):
 
 
 def sample_facts(task, B, rng, subjects=None, relations=None):
-    """B prompts of T tokens: noise, the subject and the relation at two distinct uniform
-    positions in [0, T-2], EOS at T-1.  Returns tokens (B, T) and answers (B,).  Subjects and
-    relations are uniform unless given (arrays of length B, e.g. to enumerate every fact)."""
+    """B prompts, tokens (B, T), and their answers (B,): noise, the subject and the relation at two
+    distinct uniform positions in [0, T-2], EOS at T-1; subjects, relations uniform unless given."""
     B = _check_int("B", B)
     S, R, T, n_noise = task["S"], task["R"], task["T"], task["n_noise"]
     s = rng.integers(0, S, B) if subjects is None else _check_tokens("subjects", subjects, S, 1)
@@ -111,13 +107,10 @@ def sample_facts(task, B, rng, subjects=None, relations=None):
     return tokens, task["table"][s, r]
 
 
-# ----------------------------------------------------------------------------- task B: retrieval
-
 def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
-    """The token-retrieval task of paper B with the fixed arrays of its model: E, U (V, d)
-    (kind as in `embeddings`); the trigger and end-of-sequence vectors z_trig, z_eos (d,),
-    N(0, 1/d) (one-hot with d >= V+2: the next two basis vectors); W_mlp (d, m), N(0, 1/d),
-    when m is given; perm: the target permutation pi* of [V]."""
+    """The token-retrieval task of paper B with the fixed arrays of its model (MODEL.md 3): E, U
+    (V, d) (kind as in `embeddings`), the trigger and end-of-sequence vectors z_trig, z_eos (d,),
+    W_mlp (d, m) when m is given, and perm: the target permutation pi* of [V]."""
     V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L, 2)
     E = embeddings(V, d, rng, kind)
     U = embeddings(V, d, rng, kind)
@@ -271,9 +264,8 @@ def _token_counts(tokens, V, dtype):
 
 
 def transformer_forward(params, fixed, tokens):
-    """`transformer_textbook_forward` per vocabulary entry v (tested equal): keys and values depend
-    on the token only, so rows sharing a query token (EOS in task A) share each entry's softmax
-    numerator e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h plus a 1 per value,
+    """`transformer_textbook_forward` per vocabulary entry v and query token (tested equal; why:
+    MODEL.md 1).  With n[b, v] the count of v in row b and Ev = E WV_h plus a 1 per value,
       e_hv = exp(E_v . WK_h q_h / sqrt(dh) - c_h)   (any shift c_h cancels in the softmax)
       [sum_t e_t v_t, sum_t e_t] = n (e Ev),        o_h = sum_t e_t v_t / sum_t e_t."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)     # (B, T)
