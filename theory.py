@@ -109,8 +109,7 @@ def _Phi(x):
 
 
 def coverage_bound(V, N):
-    """[ours] Accuracy bound of any learner: the chance that the test's informative token was seen
-    as informative in one of the N training sequences, plus 1/V: 1 - (1 - 1/V)^N (1 - 1/V)."""
+    """[ours] Any learner's accuracy bound 1 - (1 - 1/V)^N (1 - 1/V): unseen tokens are chance."""
     return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
 
 

@@ -274,9 +274,8 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
 
 
 def gradinfo_decoder(fixed, G, L):
-    """[ours] A learner that sees only G = grad_WV at WV = WKQ = 0, G = -(1/(N L)) E~^T C U_c
-    (MODEL.md section 3; C[x, y] = #(token x in a sequence labelled y), E~ = E + 1 z_trig^T / L,
-    U_c = U - u_bar): token x's label is argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+."""
+    """[ours] A learner that sees only G = grad_WV at WV = WKQ = 0 (MODEL.md 3): token x's label is
+    argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+, E~ = E + 1 z_trig^T / L, U_c = U - u_bar."""
     E, U = fixed["E"], fixed["U"]
     C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
     return C_hat.argmax(1)
