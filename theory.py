@@ -146,9 +146,8 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
 
 
 def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
-    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd
-    (MODEL.md 4.7): c_v K(x_v) with counts c_v ~ Poisson(A), centred, times |u_v|^2, plus the
-    other labels' crosstalk through u_j.u_v.  Skewed; shared by every test row of one run."""
+    """[ours] `draws` per-run bias vectors (draws, V-1) of the wrong labels, unit sd, skewed, shared
+    by every test row of one run: c_v K(x_v), c_v ~ Poisson(A), plus crosstalk (MODEL.md 4.7)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((draws, V - 1))
     p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, cos)
@@ -196,10 +195,9 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
                               fresh=False, n_z=16):
-    """[ours] Predicted test accuracy with the frozen label bias (MODEL.md 4.6-4.7), (mean, sd)
-    over `draws` runs, each with one bias vector b (`frozen_bias_draws`, `seed`) for the noise's
-    trigger part sb2 (0 if fresh), sf^2 fresh; per answer token (`_token_nodes`), each
-    distractor's label a competitor of mean S c_i:
+    """[ours] Predicted test accuracy with the frozen label bias (MODEL.md 4.6-4.7), (mean, sd) over
+    `draws` runs of one bias vector b each (`frozen_bias_draws`, `seed`) for the noise's trigger
+    part sb2 (0 if fresh), sf^2 fresh; each distractor's label a competitor of mean S c_i:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v - c_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test).
     n_z Gauss-Hermite nodes in Z: 16 are within about 0.004 of the converged mean."""
@@ -227,8 +225,7 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
     return float(acc.mean()), sd
 
 
-# The fixed random MLP (MODEL.md 4.5): phi_t.phi_n becomes relu(phi_t W).relu(phi_n W), of mean
-# m |phi_t||phi_n| / d * kappa(c) at cosine c: c0 between tokens (shared trigger), c1 within one.
+# The fixed random MLP (MODEL.md 4.5): phi_t.phi_n via kappa(c), c0 between tokens, c1 within one.
 
 def arccos_kernel(c):  # exercise 9
     """[standard] kappa(c) = E[relu(a) relu(b)] for standard Gaussians a, b with correlation c
@@ -238,9 +235,8 @@ def arccos_kernel(c):  # exercise 9
 
 
 def _relu_token_var(c, n=32):
-    """[ours] The part of relu(a) relu(b) new for each token b, a = sqrt(c) s + sqrt(1-c) e, b
-    with e' (s the shared trigger): E[r1^2 v] (frozen) and E[v^2] (fresh); r1, v: relu(b)'s mean
-    and variance given s."""
+    """[ours] The part of relu(a) relu(b) new for each token b, a = sqrt(c) s + sqrt(1-c) e, b with
+    e' (s the shared trigger): E[r1^2 v] (frozen) and E[v^2] (fresh), r1, v as in MODEL.md 4.5."""
     x, w = _normal_nodes(n)
     mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
     cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
@@ -250,9 +246,8 @@ def _relu_token_var(c, n=32):
 
 
 def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
-    """[ours] The noise terms T with the MLP, relative to its signal kappa(c1) - kappa(c0): overlap,
-    crosstalk, distractor through its slope kappa'(c0), the mean bias its value kappa(c0); plus the
-    finite width's MLP noise, `_relu_token_var(c0)` (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)."""
+    """[ours] The noise terms T with the MLP (MODEL.md 4.5), relative to its signal kappa(c1) -
+    kappa(c0), via its slope kappa'(c0) or value kappa(c0); plus the finite width's MLP noise."""
     c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
@@ -278,9 +273,8 @@ def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
 
 
 def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32):
-    """[ours] N*: the smallest sample size whose predicted mean accuracy with the frozen label bias
-    (`retrieval_accuracy_frozen`, `draws` bias vectors, seed 0; why frozen: MODEL.md 4.8) reaches
-    tau, to 1%; inf if none below 1e9 (the N-free terms 3/d + 2V/d^2 alone can forbid it)."""
+    """[ours] N*: the smallest N whose predicted mean accuracy with the frozen label bias (`draws`
+    vectors; MODEL.md 4.8) reaches tau, to 1%; inf if none below 1e9 (3/d + 2V/d^2 can bar it)."""
     def reaches(N):
         return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws)[0] >= tau
     if not reaches(1e9):
