@@ -127,9 +127,8 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
 
 
 def sample_retrieval(task, N, rng, Lmax=None):
-    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on
-    [L], labels (N,) = perm[tokens[n, pos[n]]].  One rng state gives, at every L <= Lmax, the same
-    informative tokens, labels and relative positions; the first N' rows are the sample of N'."""
+    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on [L],
+    labels (N,) = perm[tokens[n, pos[n]]]; paired at every L <= Lmax, nested in N (MODEL.md 3)."""
     N, V, L = _check_int("N", N), task["V"], task["L"]
     Lmax = L if Lmax is None else Lmax
     if Lmax < L:
