@@ -329,8 +329,7 @@ def _linear_attention_inputs(params, fixed, tokens):
 
 
 def linear_attention_textbook_forward(params, fixed, tokens):
-    """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV; no
-    softmax, no 1/T, all T positions.  A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T)."""
+    """Paper A's Fig. 5 model (MODEL.md A5): logits = c WV, c = sum_t (x_T A x_t^T) x_t, all T."""
     X = fixed["E"][_linear_attention_inputs(params, fixed, tokens)]   # (B, T, d)
     u = X[:, -1] @ params["A"]                   # (B, d)     x_T A
     s = np.einsum("btd,bd->bt", X, u)            # (B, T)     x_T A x_t^T

@@ -132,9 +132,8 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
 
 
 def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
-    """[ours] Variances of a wrong logit over S^2 (MODEL.md 4.5) at attention p_t, distractor mass
-    nu2_t, trigger coordinate f_t: overlap, mean_bias, crosstalk, distractor (p2, K2, vK, rho2:
-    E p^2, E K^2, Var K, E nu2 over tokens); at p = 1, nu = 0 ~ 3/d + 2V/d^2 + V/N + V^2/(N d)."""
+    """[ours] The variances over S^2 of a wrong logit (MODEL.md 4.5) at attention p_t, distractor
+    mass nu2_t, trigger coordinate f_t; p2, K2, vK, rho2: E p^2, E K^2, Var K, E nu2 over tokens."""
     A = N / V
     S2 = S * S
     return {"overlap": A ** 2 * p_t ** 2 * (p2 + p_t ** 2) / d / S2,
