@@ -36,7 +36,7 @@ def gradient(forward, backward, params, fixed, inputs, y):    # loss and grads o
     return loss, backward(dlogits, cache)
 
 
-def fast_vs_textbook(model, data, dtype, step, *others, repeat=5):
+def fast_vs_textbook(model, data, step, *others, repeat=5):
     """Seconds per step(gradients) with recall's <model>_forward/backward and with its textbook
     form (checked equal on data = (params, fixed, inputs, y)), and per call of the `others`."""
     forms = [(getattr(rc, f"{model}{form}_forward"), getattr(rc, f"{model}{form}_backward"))
@@ -90,8 +90,8 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     params = {k: v.astype(dtype) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
     tokens, y = rc.sample_facts(task, B, rng)
     state = train.adam_init(params)
-    loss, grads = gradient(rc.transformer_forward, rc.transformer_backward, params, fixed,
-                           tokens, y)
+    data = (params, fixed, tokens, y)
+    loss, grads = gradient(rc.transformer_forward, rc.transformer_backward, *data)
     # multiply-adds per row of our step, x2 for flops: attention n (e Ev) and its transpose
     # (2 V H (dh + 1)), WO and the MLP forward and backward, the unembedding and dy
     flops = 2 * B * (2 * task["vocab"] * H * (dh + 1) + 3 * d * (H * dh + 2 * m) + 2 * d * D * R)
@@ -104,8 +104,7 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
         assert run(*jargs)[0]["WQ"].dtype == params["WQ"].dtype   # JAX computes in our dtype
         jax_runs.append(lambda run=run, jargs=jargs: run(*jargs))
     t_ours, t_naive, *t_jax = fast_vs_textbook(
-        "transformer", (params, fixed, tokens, y), dtype,
-        lambda g: train.adam_step(params, g, state, 1e-3), *jax_runs, repeat=7)
+        "transformer", data, lambda g: train.adam_step(params, g, state, 1e-3), *jax_runs, repeat=7)
     return t_ours, t_naive, flops / t_ours / 1e9, t_jax
 
 
@@ -115,7 +114,7 @@ def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours,
     d, n_ans = task["vocab"], task["n_answers"]                       # one-hot: d = 41, 32
     p = {k: rng.standard_normal(s, dtype) / d for k, s in [("A", (d, d)), ("WV", (d, n_ans))]}
     data = (p, {"E": np.eye(d, dtype=dtype)}, *rc.sample_facts(task, B, rng))
-    return fast_vs_textbook("linear_attention", data, dtype, lambda g: train.sgd_step(p, g, 0.1))
+    return fast_vs_textbook("linear_attention", data, lambda g: train.sgd_step(p, g, 0.1))
 
 
 def main(argv=None):

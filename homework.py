@@ -1,8 +1,7 @@
 """homework.py -- the exercises of EXERCISES.md: a student copy of the code, and a checker.
 
     python homework.py make [DIR]   write the student copy (default homework/)
-    python homework.py check [N]    check every exercise (or N only); exit status 1 if one failed
-"""
+    python homework.py check [N]    check every exercise (or N only); exit status 1 if one failed"""
 import ast
 import os
 import re
@@ -129,15 +128,6 @@ def verdict(n, seen):
     return f"failed ({errors[0][0]})"
 
 
-def results(numbers):
-    """{n: verdict}: runs the exercises' tests in one quiet pytest session."""
-    import pytest
-    seen = _Seen({t for n in numbers for t in EXERCISES[n][1]})
-    pytest.main([os.path.join(HERE, "test_recall.py"), "-pno:terminal", "-pno:cacheprovider",
-                 "--rootdir", HERE], plugins=[seen])
-    return {n: verdict(n, seen) for n in numbers}
-
-
 def make(out):
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         die(f"{out} exists and is not an empty directory; remove it first (it may hold answers)")
@@ -166,7 +156,12 @@ def main(argv):
     if argv[:1] != ["check"] or len(argv) > 2 or argv[1:] and argv[1] not in map(str, EXERCISES):
         die(f"usage: python homework.py make [DIR] | check [N]   (N one of 1-{len(EXERCISES)})")
     wanted = [int(argv[1])] if len(argv) == 2 else list(EXERCISES)
-    verdicts = results(sorted(set(wanted).union(*(NEEDS.get(n, []) for n in wanted))))
+    import pytest                  # here: `make` works without it
+    numbers = sorted(set(wanted).union(*(NEEDS.get(n, []) for n in wanted)))
+    seen = _Seen({t for n in numbers for t in EXERCISES[n][1]})      # one quiet pytest session
+    pytest.main([os.path.join(HERE, "test_recall.py"), "-pno:terminal", "-pno:cacheprovider",
+                 "--rootdir", HERE], plugins=[seen])
+    verdicts = {n: verdict(n, seen) for n in numbers}
     failed = {n for n, v in verdicts.items() if v.startswith("failed")}
     for n in wanted:            # a failing prerequisite is named: it may be the cause
         first = [k for k in NEEDS.get(n, []) if k in failed and n in failed]

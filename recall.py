@@ -1,14 +1,12 @@
 """recall.py -- embeddings, tasks, models (forward + hand-derived backward) and the loss.
 
-Every model of the two papers (A: associative memories, factual recall, a one-layer
-transformer, linear attention; B: token retrieval with random embeddings) is a pair of pure
-functions
+Every model (paper A: associative memories, factual recall by a one-layer transformer, linear
+attention; paper B: token retrieval with random embeddings) is a pair of pure functions
     logits, cache = <name>_forward(params, fixed, inputs)
     grads         = <name>_backward(dlogits, cache)
 `params` are trained, `fixed` are frozen (embeddings); `grads` has exactly the keys of params.
-The backward walks the forward in reverse, quoting the forward line it differentiates.  A faster
-form sits right after the textbook one, tested equal to it.  `# exercise N` marks a homework
-solution (homework.py).  Input checks are at the end of the file.
+The backward walks the forward in reverse, quoting each line it differentiates; a faster form
+follows the textbook one, tested equal.  `# exercise N` marks a homework solution (homework.py).
 
 Dimension letters (the papers' symbols):
     B  batch size                 N  number of samples / stored items
@@ -22,13 +20,11 @@ import math
 import numpy as np
 
 
-# ----------------------------------------------------------------------------- embeddings
+# ----------------------------------------------------------------------------- embeddings and loss
 
 def embeddings(n, d, rng, kind="gaussian"):
-    """n embedding vectors of dimension d, as an (n, d) array.
-    "gaussian": entries N(0, 1/d), so rows have norm ~1 and overlaps ~1/sqrt(d).
-    "sphere":   Gaussian rows scaled to unit norm (uniform on the sphere).
-    "onehot":   rows of the identity, e_i (orthogonal; needs d >= n)."""
+    """n embedding vectors of dimension d, as an (n, d) array: "gaussian" entries N(0, 1/d) (rows
+    of norm ~1, overlaps ~1/sqrt(d)), "sphere" rows uniform on the unit sphere, "onehot" e_i."""
     n, d = _check_int("n", n), _check_int("d", d)
     if kind == "gaussian":
         return rng.standard_normal((n, d)) / np.sqrt(d)
@@ -41,8 +37,6 @@ def embeddings(n, d, rng, kind="gaussian"):
         return np.eye(n, d)
     raise ValueError(f'kind must be "gaussian", "sphere" or "onehot", got {kind!r}')
 
-
-# ----------------------------------------------------------------------------- loss
 
 def softmax(s, axis=-1):
     """Softmax along `axis`, stable for any magnitude (computed in place on a fresh copy)."""
@@ -75,13 +69,12 @@ def accuracy(logits, y):
     return float((np.argmax(logits, axis=1) == y).mean())
 
 
-# ----------------------------------------------------------------------------- task A: facts
+# ----------------------------------------------------------------------------- tasks (A, B)
 
 def make_facts(S, R, D, rng, T=32, structured=False):
-    """The synthetic factual-recall task of paper A.  Input vocabulary: subjects [0, S),
-    relations [S, S+R), n_noise = S+R noise tokens [S+R, 2(S+R)), one EOS token 2(S+R).
-    Answers: D*R tokens, relation r owning {D r, ..., D r + D - 1}.  The fact table a*(s, r) is
-    uniform over relation r's answers, or, with structured=True, s*D // S + D*r."""
+    """The synthetic factual-recall task of paper A (MODEL.md A3): subjects [0, S), relations
+    [S, S+R), S+R noise tokens, EOS 2(S+R); D*R answers, relation r owning D r ... D r + D - 1;
+    the fact table a*(s, r), uniform over r's answers or, if structured, s*D // S + D*r."""
     S, R, D = (_check_int(k, v) for k, v in (("S", S), ("R", R), ("D", D)))
     T = _check_int("T", T, 3)                                  # subject, relation, EOS
     n_noise = S + R
@@ -95,9 +88,8 @@ def make_facts(S, R, D, rng, T=32, structured=False):
 
 
 def sample_facts(task, B, rng, subjects=None, relations=None):
-    """B prompts of T tokens: noise, the subject and the relation at two distinct uniform
-    positions in [0, T-2], EOS at T-1.  Returns tokens (B, T) and answers (B,).  Subjects and
-    relations are uniform unless given (arrays of length B, e.g. to enumerate every fact)."""
+    """B prompts, tokens (B, T), and their answers (B,): noise, the subject and the relation at two
+    distinct uniform positions in [0, T-2], EOS at T-1; subjects, relations uniform unless given."""
     B = _check_int("B", B)
     S, R, T, n_noise = task["S"], task["R"], task["T"], task["n_noise"]
     s = rng.integers(0, S, B) if subjects is None else _check_tokens("subjects", subjects, S, 1)
@@ -115,13 +107,10 @@ def sample_facts(task, B, rng, subjects=None, relations=None):
     return tokens, task["table"][s, r]
 
 
-# ----------------------------------------------------------------------------- task B: retrieval
-
 def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
-    """The token-retrieval task of paper B with the fixed arrays of its model: E, U (V, d)
-    (kind as in `embeddings`); the trigger and end-of-sequence vectors z_trig, z_eos (d,),
-    N(0, 1/d) (one-hot with d >= V+2: the next two basis vectors); W_mlp (d, m), N(0, 1/d),
-    when m is given; perm: the target permutation pi* of [V]."""
+    """The token-retrieval task of paper B with the fixed arrays of its model (MODEL.md 3): E, U
+    (V, d) (kind as in `embeddings`), the trigger and end-of-sequence vectors z_trig, z_eos (d,),
+    W_mlp (d, m) when m is given, and perm: the target permutation pi* of [V]."""
     V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L, 2)
     E = embeddings(V, d, rng, kind)
     U = embeddings(V, d, rng, kind)
@@ -138,9 +127,8 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
 
 
 def sample_retrieval(task, N, rng, Lmax=None):
-    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on
-    [L], labels (N,) = perm[tokens[n, pos[n]]].  One rng state gives, at every L <= Lmax, the same
-    informative tokens, labels and relative positions; the first N' rows are the sample of N'."""
+    """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on [L],
+    labels (N,) = perm[tokens[n, pos[n]]]; paired at every L <= Lmax, nested in N (MODEL.md 3)."""
     N, V, L = _check_int("N", N), task["V"], task["L"]
     Lmax = L if Lmax is None else Lmax
     if Lmax < L:
@@ -154,11 +142,10 @@ def sample_retrieval(task, N, rng, Lmax=None):
 
 def retrieval_fixed(task):
     """The frozen arrays of the retrieval model, as its `fixed` argument."""
-    keys = ["E", "U", "z_trig", "z_eos"] + (["W_mlp"] if "W_mlp" in task else [])
-    return {k: task[k] for k in keys}
+    return {k: task[k] for k in ("E", "U", "z_trig", "z_eos", "W_mlp") if k in task}
 
 
-# ----------------------------------------------------------------------------- linear memory
+# ----------------------------------------------------------------------------- linear, MLP memory
 
 def linear_memory_forward(params, fixed, x):
     """logits = E[x] W U^T.   W (d, d); E (n, d); U (M, d); x (B,) ints -> logits (B, M)."""
@@ -177,8 +164,6 @@ def linear_memory_backward(dlogits, cache):  # exercise 2
     dZ = dlogits @ U                           # logits = Z U^T        (B, d)
     return {"W": X.T @ dZ}                     # Z = X W               (d, d)
 
-
-# ----------------------------------------------------------------------------- MLP memory
 
 def mlp_memory_forward(params, fixed, x):
     """logits = relu(E[x] W1 + b1) W2 U^T.   W1 (d, m), b1 (m,), W2 (m, d)."""
@@ -230,9 +215,8 @@ def _transformer_inputs(params, fixed, tokens):
 
 
 def transformer_textbook_forward(params, fixed, tokens):
-    """Paper A's one-layer transformer as the paper writes it: per head h, keys k_t and values
-    v_t; the last position's query q attends over all T positions; an MLP with residual (the
-    EOS embedding is not added back)."""
+    """Paper A's one-layer transformer as the paper writes it: per head, the last position's query
+    attends over all T positions; an MLP with residual (the EOS embedding is not added back)."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)
     X = fixed["E"][tokens]                                         # (B, T, d)      rows x_t
     k = X[:, None] @ params["WK"]                                  # (B, H, T, dh)  k_t = x_t WK_h
@@ -274,17 +258,13 @@ def transformer_textbook_backward(dlogits, cache):  # exercise 4
 
 def _token_counts(tokens, V, dtype):
     """n[b, v]: how often token v occurs in row b of tokens (B, T); (B, V) of dtype."""
-    B = len(tokens)
-    n = np.zeros((B, V), dtype)
-    np.add.at(n.reshape(-1), (np.arange(B)[:, None] * V + tokens).ravel(), dtype.type(1))
-    return n
+    flat = (np.arange(len(tokens))[:, None] * V + tokens).ravel()
+    return np.bincount(flat, minlength=len(tokens) * V).reshape(-1, V).astype(dtype)
 
 
 def transformer_forward(params, fixed, tokens):
-    """`transformer_textbook_forward` per vocabulary entry v, never per position (tested equal):
-    keys and values depend on the token only, so rows sharing a query token (EOS in task A) share
-    each entry's softmax numerator e_hv.  With n[b, v] the count of v in row b and Ev = E WV_h
-    with a 1 appended to each value,
+    """`transformer_textbook_forward` per vocabulary entry v and query token (tested equal; why:
+    MODEL.md 1).  With n[b, v] the count of v in row b and Ev = E WV_h plus a 1 per value,
       e_hv = exp(E_v . WK_h q_h / sqrt(dh) - c_h)   (any shift c_h cancels in the softmax)
       [sum_t e_t v_t, sum_t e_t] = n (e Ev),        o_h = sum_t e_t v_t / sum_t e_t."""
     tokens, H, dh = _transformer_inputs(params, fixed, tokens)     # (B, T)
@@ -349,8 +329,7 @@ def _linear_attention_inputs(params, fixed, tokens):
 
 
 def linear_attention_textbook_forward(params, fixed, tokens):
-    """Paper A's simplified model (Fig. 5): c = sum_t (x_T A x_t^T) x_t,  logits = c WV; no
-    softmax, no 1/T, all T positions.  A (d, d), WV (d, n_answers), E (vocab, d), tokens (B, T)."""
+    """Paper A's Fig. 5 model (MODEL.md A5): logits = c WV, c = sum_t (x_T A x_t^T) x_t, all T."""
     X = fixed["E"][_linear_attention_inputs(params, fixed, tokens)]   # (B, T, d)
     u = X[:, -1] @ params["A"]                   # (B, d)     x_T A
     s = np.einsum("btd,bd->bt", X, u)            # (B, T)     x_T A x_t^T
@@ -426,10 +405,9 @@ def _features(phi, fixed):
 
 
 def retrieval_forward(params, fixed, inputs):
-    """`retrieval_textbook_forward` without forming the rows h (tested equal): the query
-    w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w, and phi = sum_i a_i E[x_i]
-    + a_pos z_trig, from the gathered E[x] when L < V/8, else as C E with C[n, v] = sum_i a_ni
-    1{x_ni = v} (N, V).  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
+    """`retrieval_textbook_forward` without forming the rows h (tested equal; pooling: MODEL.md 1):
+    w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w and phi = sum_i a_i E[x_i]
+    + a_pos z_trig.  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     N, V = len(tokens), len(E)
@@ -439,20 +417,18 @@ def retrieval_forward(params, fixed, inputs):
     a = softmax(s, axis=1)                                   # (N, L)
     if tokens.shape[1] * 8 < V:                              # short rows: gather, N L d work
         phi = np.einsum("nl,nld->nd", a, E[tokens])
-    else:                                                    # long rows: N V d work
+    else:                                                    # long rows: phi = C E, N V d work
         C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
         phi = C.astype(E.dtype) @ E
     phi += np.outer(a[rows, pos], z_trig)                    # (N, d)
     g, P = _features(phi, fixed)
     Z = g @ params["WV"]                                     # (N, d)
     logits = Z @ fixed["U"].T if "U" in fixed else Z         # (N, V)
-    return logits, {"tokens": tokens, "pos": pos, "a": a, "P": P, "g": g, "params": params,
-                    "fixed": fixed}
+    return logits, dict(tokens=tokens, pos=pos, a=a, P=P, g=g, params=params, fixed=fixed)
 
 
 def retrieval_backward(dlogits, cache):
-    tokens, pos, a, P, g, params, fixed = (cache[k] for k in ("tokens", "pos", "a", "P", "g",
-                                                              "params", "fixed"))
+    tokens, pos, a, P, g, params, fixed = cache.values()                # stored order
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     dZ = dlogits @ fixed["U"] if "U" in fixed else dlogits   # logits = Z U^T,  Z = g WV
     dWV = g.T @ dZ

@@ -36,14 +36,12 @@ def solve_n_log_n(y):
 
 
 def linear_capacity_N(d, c=C_SHARP_LINEAR):
-    """[later work / paper A figure] The N solving d^2 = c N ln N: how many associations a
-    d x d linear memory stores (c = 2: sharp top-1 threshold; c = 1.3: the authors' guide)."""
+    """[later work / paper A figure] The N with d^2 = c N ln N: a d x d linear memory's capacity."""
     return solve_n_log_n(d * d / c)
 
 
 def mlp_reference_N(md, regime):
-    """[paper A figure] The N on the authors' reference lines for the MLP memory with m d
-    parameters: regime "M=N": m d = 0.35 N ln N;  regime "M=32": m d = 1.2 N."""
+    """[paper A figure] The N on the authors' line of `regime` for the MLP memory at m d = md."""
     if regime == "M=N":
         return solve_n_log_n(md / C_AUTHORS_MLP_MN)
     if regime == "M=32":
@@ -74,25 +72,19 @@ def bits_per_param_mlp(c, regime, M=32):
     raise ValueError(f'regime must be "M=N" or "M=32", got {regime!r}')
 
 
-# [paper A figure] Fig. 4 right, hand-drawn for S = R = 32 (1024 facts), d = 32, dh = 8: attention
-# params d dh H >= 1280, attention/2 + MLP params d m >= 2300.  [ours] Scaled linearly with facts.
-AUTHORS_ATTN_MIN_PER_FACT = 1280 / 1024
-AUTHORS_BUDGET_PER_FACT = 2300 / 1024
-
-
 def authors_frontier_mlp(attn_params, facts):
     """[paper A figure, scaled by us] MLP params on the authors' frontier for given attention
-    params: max(0, 2.25 facts - attn/2), or inf below the attention minimum 1.25 facts."""
+    params: max(0, 2.25 facts - attn/2), or inf below the attention minimum 1.25 facts (Fig. 4
+    right, hand-drawn at 1024 facts: attention >= 1280, attention/2 + MLP >= 2300; MODEL.md A4)."""
     a = np.asarray(attn_params, float)
-    mlp = np.maximum(0.0, AUTHORS_BUDGET_PER_FACT * facts - a / 2)
-    return np.where(a < AUTHORS_ATTN_MIN_PER_FACT * facts, np.inf, mlp)
+    mlp = np.maximum(0.0, 2300 / 1024 * facts - a / 2)
+    return np.where(a < 1280 / 1024 * facts, np.inf, mlp)
 
 
 
 # ----------------------------------------------------------------------------- paper B, retrieval
 
-# The three-step model with eta -> 0 and its predicted accuracy: MODEL.md 3 and 4 ("MODEL.md 4.k"
-# is item k of section 4), whose table of symbols (A, z2, p, nu2, K, f_t, S, sigma) is used here.
+# The three-step model (eta -> 0), its accuracy and symbols: MODEL.md 3 and 4 (4.k: item k of 4).
 
 def _normal_nodes(n):
     """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
@@ -117,8 +109,7 @@ def _Phi(x):
 
 
 def coverage_bound(V, N):
-    """[ours] Accuracy bound of any learner: the chance that the test's informative token was seen
-    as informative in one of the N training sequences, plus 1/V: 1 - (1 - 1/V)^N (1 - 1/V)."""
+    """[ours] Any learner's accuracy bound 1 - (1 - 1/V)^N (1 - 1/V): unseen tokens are chance."""
     return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
 
 
@@ -130,10 +121,8 @@ def query_cosine(V, N, d, L):
 
 
 def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
-    """[ours] Attention on the informative position, p, and distractor mass |nu|^2 for an answer
-    token of score g (MODEL.md 4.3), query norm q, beta = q cos |z_trig|, tau^2 = q^2/d:
-        p = 1 / (1 + (L-1) exp(tau^2/2 - beta - g)),
-        |nu|^2 = p^2 (L-1) exp(2 tau^2 - 2 beta - 2 g), clipped to [(1-p)^2/(L-1), (1-p)^2]."""
+    """[ours] Attention p on the informative position and distractor mass |nu|^2 (nu2) for an
+    answer token of score g at query norm q (MODEL.md 4.3), beta = q cos |z_trig|, tau^2 = q^2/d."""
     g = np.asarray(g, dtype=float)
     beta, tau2 = q * cos * math.sqrt(z2), q * q / d
     p = 1.0 / (1.0 + (L - 1) * np.exp(tau2 / 2 - beta - g))
@@ -143,9 +132,8 @@ def attention_meanfield(q, d, L, g, z2=1.0, cos=1.0):
 
 
 def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0):
-    """[ours] Variances of a wrong logit over S^2 (MODEL.md 4.5) at attention p_t, distractor mass
-    nu2_t, trigger coordinate f_t: overlap, mean_bias, crosstalk, distractor (p2, K2, vK, rho2:
-    E p^2, E K^2, Var K, E nu2 over tokens); at p = 1, nu = 0 ~ 3/d + 2V/d^2 + V/N + V^2/(N d)."""
+    """[ours] The variances over S^2 of a wrong logit (MODEL.md 4.5) at attention p_t, distractor
+    mass nu2_t, trigger coordinate f_t; p2, K2, vK, rho2: E p^2, E K^2, Var K, E nu2 over tokens."""
     A = N / V
     S2 = S * S
     return {"overlap": A ** 2 * p_t ** 2 * (p2 + p_t ** 2) / d / S2,
@@ -157,9 +145,8 @@ def retrieval_noise_terms(V, N, d, p_t, nu2_t, f_t, S, p2, K2, vK, rho2, z2=1.0)
 
 
 def frozen_bias_draws(V, A, d, q, L, z2=1.0, cos=1.0, draws=64, seed=0):
-    """[ours] `draws` sampled per-run bias vectors (draws, V-1) of the wrong labels, unit sd
-    (MODEL.md 4.7): c_v K(x_v) with counts c_v ~ Poisson(A), centred, times |u_v|^2, plus the
-    other labels' crosstalk through u_j.u_v.  Skewed; shared by every test row of one run."""
+    """[ours] `draws` per-run bias vectors (draws, V-1) of the wrong labels, unit sd, skewed, shared
+    by every test row of one run: c_v K(x_v), c_v ~ Poisson(A), plus crosstalk (MODEL.md 4.7)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((draws, V - 1))
     p, _ = attention_meanfield(q, d, L, q / math.sqrt(d) * x, z2, cos)
@@ -176,10 +163,9 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     A = N / V
     x, wx = _normal_nodes(n_nodes)
     g = q / math.sqrt(d) * x                                 # token scores e_x.w
-    zeta = math.sqrt(z2 / d) * x                             # e_x.z_trig
     cos = query_cosine(V, N, d, L)
     p, nu2 = attention_meanfield(q, d, L, g, z2, cos)
-    K = p * (z2 + zeta)
+    K = p * (z2 + math.sqrt(z2 / d) * x)                     # e_x.z_trig = sqrt(z2 / d) x
     p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
     vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
     nodes = []
@@ -201,18 +187,16 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
 
 
 def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
-    """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, width m of
-    the fixed random MLP (`mlp_terms`) if any, with all the noise fresh (MODEL.md 4.6): the
-    frozen-bias formula below with no frozen part."""
+    """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, fixed random
+    MLP of width m if any: the frozen-bias formula below with all the noise fresh (MODEL.md 4.6)."""
     return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=1, fresh=True, n_z=48)[0]
 
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
                               fresh=False, n_z=16):
-    """[ours] Predicted test accuracy with the frozen label bias (MODEL.md 4.6-4.7), (mean, sd)
-    over `draws` runs, each with one bias vector b (`frozen_bias_draws`, `seed`) for the noise's
-    trigger part sb2 (0 if fresh), sf^2 fresh; per answer token (`_token_nodes`), each
-    distractor's label a competitor of mean S c_i:
+    """[ours] Predicted test accuracy with the frozen label bias (MODEL.md 4.6-4.7), (mean, sd) over
+    `draws` runs of one bias vector b each (`frozen_bias_draws`, `seed`) for the noise's trigger
+    part sb2 (0 if fresh), sf^2 fresh; each distractor's label a competitor of mean S c_i:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v - c_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test).
     n_z Gauss-Hermite nodes in Z: 16 are within about 0.004 of the converged mean."""
@@ -240,8 +224,7 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
     return float(acc.mean()), sd
 
 
-# The fixed random MLP (MODEL.md 4.5): phi_t.phi_n becomes relu(phi_t W).relu(phi_n W), of mean
-# m |phi_t||phi_n| / d * kappa(c) at cosine c: c0 between tokens (shared trigger), c1 within one.
+# The fixed random MLP (MODEL.md 4.5): phi_t.phi_n via kappa(c), c0 between tokens, c1 within one.
 
 def arccos_kernel(c):  # exercise 9
     """[standard] kappa(c) = E[relu(a) relu(b)] for standard Gaussians a, b with correlation c
@@ -251,9 +234,8 @@ def arccos_kernel(c):  # exercise 9
 
 
 def _relu_token_var(c, n=32):
-    """[ours] The part of relu(a) relu(b) new for each token b, a = sqrt(c) s + sqrt(1-c) e, b
-    with e' (s the shared trigger): E[r1^2 v] (frozen) and E[v^2] (fresh); r1, v: relu(b)'s mean
-    and variance given s."""
+    """[ours] The part of relu(a) relu(b) new for each token b, a = sqrt(c) s + sqrt(1-c) e, b with
+    e' (s the shared trigger): E[r1^2 v] (frozen) and E[v^2] (fresh), r1, v as in MODEL.md 4.5."""
     x, w = _normal_nodes(n)
     mu, sd = math.sqrt(c) * x, math.sqrt(max(1.0 - c, 1e-12))
     cdf, pdf = _Phi(mu / sd), np.exp(-0.5 * (mu / sd) ** 2) / math.sqrt(2 * math.pi)
@@ -263,9 +245,8 @@ def _relu_token_var(c, n=32):
 
 
 def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
-    """[ours] The noise terms T with the MLP, relative to its signal kappa(c1) - kappa(c0): overlap,
-    crosstalk, distractor through its slope kappa'(c0), the mean bias its value kappa(c0); plus the
-    finite width's MLP noise, `_relu_token_var(c0)` (1 + V/d) / (m (kappa(c1) - kappa(c0))^2)."""
+    """[ours] The noise terms T with the MLP (MODEL.md 4.5), relative to its signal kappa(c1) -
+    kappa(c0), via its slope kappa'(c0) or value kappa(c0); plus the finite width's MLP noise."""
     c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
     dk = arccos_kernel(c1) - arccos_kernel(c0)
     slope = (np.pi - np.arccos(c0)) / (2 * np.pi)
@@ -291,9 +272,8 @@ def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
 
 
 def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32):
-    """[ours] N*: the smallest sample size whose predicted mean accuracy with the frozen label bias
-    (`retrieval_accuracy_frozen`, `draws` bias vectors, seed 0; why frozen: MODEL.md 4.8) reaches
-    tau, to 1%; inf if none below 1e9 (the N-free terms 3/d + 2V/d^2 alone can forbid it)."""
+    """[ours] N*: the smallest N whose predicted mean accuracy with the frozen label bias (`draws`
+    vectors; MODEL.md 4.8) reaches tau, to 1%; inf if none below 1e9 (3/d + 2V/d^2 can bar it)."""
     def reaches(N):
         return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws)[0] >= tau
     if not reaches(1e9):

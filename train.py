@@ -68,9 +68,8 @@ WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its firs
 
 
 def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
-    """Largest n with succeeds(n) (monotone in n), by bisection in log scale to hi/lo <= ratio.
-    The guess [lo, hi] widens: lo halves while failing (to 1), hi doubles while succeeding (to
-    widen * hi); the caller reports either edge."""
+    """Largest n with succeeds(n) (monotone in n), by bisection in log scale to hi/lo <= ratio
+    from a guess [lo, hi] that widens to at most [1, widen * hi]; the caller reports either edge."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
@@ -128,8 +127,7 @@ def hebbian_accuracy(N, d, seed):
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None, dtype="float64"):
-    """Train relu(E[x] W1 + b1) W2 U^T (init variance 1/fan_in) by full-batch Adam on N sphere
-    embeddings (A2) in dtype until 99% are recalled; f(i) = i (M = None) or (i M) // N."""
+    """Train the MLP memory (A2) by full-batch Adam on N sphere embeddings until 99% recalled."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
     fixed = {"E": rc.embeddings(N, d, rng, "sphere"),
              "U": rc.embeddings(N if M is None else M, d, rng, "sphere")}
@@ -276,9 +274,8 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
 
 
 def gradinfo_decoder(fixed, G, L):
-    """[ours] A learner that sees only G = grad_WV at WV = WKQ = 0, G = -(1/(N L)) E~^T C U_c
-    (MODEL.md section 3; C[x, y] = #(token x in a sequence labelled y), E~ = E + 1 z_trig^T / L,
-    U_c = U - u_bar): token x's label is argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+."""
+    """[ours] A learner that sees only G = grad_WV at WV = WKQ = 0 (MODEL.md 3): token x's label is
+    argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+, E~ = E + 1 z_trig^T / L, U_c = U - u_bar."""
     E, U = fixed["E"], fixed["U"]
     C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
     return C_hat.argmax(1)
