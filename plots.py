@@ -158,7 +158,8 @@ def fig_facts(records, path):
         first = min(r["config"]["seed"] for r in rs)          # one label per size, its first seed
         for r in (r for r in rs if r["config"]["seed"] == first):   # an edge capacity: a bound
             c, x = r["config"], r["result"]
-            ax.annotate(f"d={c['d']},H={c['H']}" + (" (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""),
+            bound = " (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""
+            ax.annotate(f"d={c['d']},H={c['H']}{bound}",
                         (x["params"], x["facts_fresh99"]), fontsize="x-small", xytext=(-6, 0),
                         zorder=4, textcoords="offset points", ha="right", va="center",
                         bbox={"fc": "w", "ec": "none", "pad": 0.5})
