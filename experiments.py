@@ -356,8 +356,8 @@ families_one, families_summary = facts_one, facts_summary    # the same runs, pe
 # ----------------------------------------------------------------------------- tradeoff (A4)
 # Paper A, Fig. 4 right: accuracy over attention and MLP sizes at a fixed number of facts.
 
-TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16], D=8, T=32,
-                         lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
+TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16, 64, 256], D=8,
+                         T=32, lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
                          n_test=1024, prompts_per_fact=4, dtype="float32", seeds=3),
                     tiny=dict(H=[1, 4], m=[1, 8], steps=400, seeds=1),
                     full=dict(d=32, dh=8, S=32, H=[1, 2, 4, 8, 16, 32],
