@@ -18,6 +18,7 @@ import theory
 import train
 
 SCALES = ("tiny", "small", "full")
+HELP = {}          # experiment name -> its line of command-line help, given where its block begins
 
 
 def by_scale(small, **changes):
@@ -27,7 +28,7 @@ def by_scale(small, **changes):
 
 
 # ----------------------------------------------------------------------------- fig5 (A5)
-# Paper A, Fig. 5: linear attention on one-hot embeddings learns in stages (sequential learning).
+HELP["fig5"] = "paper A Fig. 5: sequential learning and the hallucination stage"
 
 FIG5 = by_scale(dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps=8192,
                      n_test=4096, eval_every=64, dtype="float32", seeds=5),
@@ -104,7 +105,7 @@ def fig5_summary(records):
 
 
 # ----------------------------------------------------------------------------- linear (A1)
-# Paper A, Fig. 1 left: capacity of a d x d linear memory, trained by Adam, and Hebbian.
+HELP["linear"] = "paper A Fig. 1 left: linear associative memory, trained and Hebbian"
 
 LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ratio=1.03,
                        c_lo=4.0, c_hi=0.8, dmax=256),
@@ -191,7 +192,7 @@ def seed_interval(groups, stat, resamples=1000, seed=0):
 
 
 # ----------------------------------------------------------------------------- mlp (A2)
-# Paper A, Fig. 1 right and Fig. 6: capacity of relu(E[x] W1 + b1) W2 U^T with m = alpha d.
+HELP["mlp"] = "paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"
 
 MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=3,
                     lr=0.03, steps=2048, patience=256, ratio=1.04, dmax=90, dtype="float32"),
@@ -218,7 +219,7 @@ def mlp_configs(g, seed):
 
 
 def mlp_one(cfg):
-    """Capacity (99% criterion) of one MLP memory of width m = alpha d."""
+    """Capacity (99% criterion) of one MLP memory relu(E[x] W1 + b1) W2 U^T, width m = alpha d."""
     d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
     trial, memo = train.memoised(lambda N: train.mlp_memory_trial(
         N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"], cfg["patience"], cfg["dtype"]))
@@ -254,7 +255,7 @@ def mlp_summary(records):
 
 
 # ----------------------------------------------------------------------------- facts (A3, A4)
-# Paper A, Fig. 4 left: facts stored against parameters of the one-layer transformer.
+HELP["facts"] = "paper A Fig. 4 left: facts stored vs parameters of the transformer"
 
 FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
                       steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
@@ -333,7 +334,7 @@ def facts_summary(records):
 
 
 # ----------------------------------------------------------------------------- families (A4)
-# "Either attention or MLP": facts against parameters for three ways of spending them.
+HELP["families"] = "paper A: facts vs parameters, attention- or MLP-dominated"
 
 PER_FAMILY = ("a", "b", "H")      # facts' fields that each family sets
 FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PER_FAMILY},
@@ -354,7 +355,7 @@ families_one, families_summary = facts_one, facts_summary    # the same runs, pe
 
 
 # ----------------------------------------------------------------------------- tradeoff (A4)
-# Paper A, Fig. 4 right: accuracy over attention and MLP sizes at a fixed number of facts.
+HELP["tradeoff"] = "paper A Fig. 4 right: attention vs MLP parameters, fixed facts"
 
 TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16], D=8, T=32,
                          lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
@@ -503,7 +504,7 @@ def paired_table(base, records, name, against):
 
 
 # ----------------------------------------------------------------------------- b_agree
-# Predicted against measured accuracy of three steps at 20 points (two with the fixed MLP).
+HELP["b_agree"] = "paper B: predicted vs measured accuracy of three steps"
 
 def _points(*rows):
     return [dict(zip(("V", "d", "L", "N", "q", "m"), row)) for row in rows]
@@ -602,7 +603,7 @@ def agreement_stats(rows, name):
 
 
 # ----------------------------------------------------------------------------- b_embed
-# Random against orthogonal embeddings: one-hot (d = V + 2) and random at d = V/4, V/2, V + 2.
+HELP["b_embed"] = "paper B: one-hot (d = V + 2) vs random embeddings"
 
 B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
                    tiny=dict(V=8, L=4, n_N=2, draws=DRAWS["tiny"]))
@@ -622,7 +623,7 @@ def b_embed_summary(records):
 
 
 # ----------------------------------------------------------------------------- b_mlp
-# Attention only against attention + a fixed random ReLU MLP of width m, plain and centred.
+HELP["b_mlp"] = "paper B: attention only vs + fixed MLP, three steps and Adam"
 
 B_MLP = by_scale(dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=10.0,
                       n_test=1000, draws=DRAWS["small"], adam_N=1000, adam_draws=5,
@@ -666,7 +667,7 @@ def b_mlp_summary(records):
 
 
 # ----------------------------------------------------------------------------- b_scaling
-# N* against d, L and V at d < V for three learners beside the formula's; the one-snr collapse.
+HELP["b_scaling"] = "paper B: N* against d, L and V at d < V for three learners"
 
 B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
                           L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], Nmax=32768, top=32,
@@ -848,14 +849,4 @@ def experiment(name, help):
             "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"]}
 
 
-EXPERIMENTS = {e["name"]: experiment(**e) for e in [
-    dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage"),
-    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian"),
-    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"),
-    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer"),
-    dict(name="families", help="paper A: facts vs parameters, attention- or MLP-dominated"),
-    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts"),
-    dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
-    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings"),
-    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, three steps and Adam"),
-    dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners")]}
+EXPERIMENTS = {name: experiment(name, text) for name, text in HELP.items()}
