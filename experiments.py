@@ -80,9 +80,8 @@ def fig5_losses(logits, y, D):
 
 
 def fig5_stages(curve, n_answers, D):
-    """The two stage ends: the plateau's when the total loss first drops below the midpoint of
-    ln(n_answers) and ln D, the hallucination stage's (relation known, subject not: loss near
-    ln D) when it first drops below ln(D)/2; None where it never drops that far."""
+    """The two stage ends (None: never; MODEL.md A5): the plateau's when the total loss first
+    drops below the midpoint of ln(n_answers) and ln D, the hallucination stage's below ln(D)/2."""
     step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
     ends = [step[tot < th] for th in ((np.log(n_answers) + np.log(D)) / 2, np.log(D) / 2)]
     return tuple(int(e[0]) if len(e) else None for e in ends)
@@ -287,8 +286,7 @@ def facts_configs(g, seed):
 
 
 def facts_one(cfg):
-    """Capacity in facts S^2 of one transformer size, the paper's criterion (>= 99% on fresh
-    prompts), by bisection on S."""
+    """Capacity in facts S^2 of one size, by bisection on S: the paper's >= 99% on fresh prompts."""
     trial, memo = train.memoised(lambda S: train.transformer_trial(S, cfg))
     S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
@@ -304,9 +302,8 @@ def facts_family(record):
 
 
 def facts_fits(records):
-    """Per family: facts per parameter k in facts = k params (geometric mean), bits per
-    parameter k log2 D, the log-log slope of facts against params (1 = linear), with 95%
-    intervals over seeds; a family that stored no fact is left out."""
+    """Per family that stored a fact: k in facts = k params (geometric mean), bits per parameter
+    k log2 D, the log-log slope of facts against params (1 = linear); 95% intervals over seeds."""
     out = {}
     for fam in sorted({facts_family(r) for r in records}, reverse=True):   # attention first
         pts = [(r["result"]["params"], r["result"]["facts_fresh99"]) for r in records
@@ -392,8 +389,7 @@ def tradeoff_cells(records):
 
 
 def tradeoff_frontier(records):
-    """The measured frontier: per attention size, the smallest MLP size whose mean accuracy on
-    fresh prompts reaches 0.99 (None if no width in the grid does)."""
+    """The frontier: [(attention size, least MLP size with mean accuracy >= 0.99, or None)]."""
     cells = tradeoff_cells(records)
     return [(a, min((m for (a2, m), (acc, _) in cells.items() if a2 == a and acc >= 0.99),
                     default=None)) for a in sorted({a for a, _ in cells})]
@@ -446,8 +442,7 @@ def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
 
 def draws_one(cfg):
     """Accuracy and attention of one learner for cfg["draws"] draws at each N of cfg["Ns"]
-    (nested), paired across settings (MODEL.md section 3, "Draws").  centred: the MLP features
-    minus mean_x relu((e_x + z_trig) W_mlp)."""
+    (nested), paired across settings (MODEL.md section 3, "Draws"), and each draw's |z_trig|^2."""
     out = {"accuracy": [], "attention": [], "z2": []}
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
@@ -645,8 +640,7 @@ def b_mlp_configs(g, seed):
 
 
 def b_mlp_summary(records):
-    """Per d and learner: the paired differences to attention only; the formula's predictions
-    (three steps)."""
+    """Per d and learner: paired differences to attention only; three steps' predicted accuracy."""
     out = []
     for d, a in itertools.product(sorted({r["config"]["d"] for r in records}), LEARNERS):
         rs = sorted((r for r in records if r["config"]["d"] == d and r["config"]["method"] == a),
@@ -679,11 +673,9 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
 
 
 def b_scaling_configs(g, seed):
-    """Three panels: d at (V0, L0), with one d >= V contrast (d_contrast); L at (V0, d0); V at
-    d = V/2, L0.  At every point three steps (N <= Nmax), gradient information (N <=
-    gradinfo_Nmax) and Adam (adam_draws draws, N <= adam_Nmax), on N = 16, 32, ... up to top
-    V^2/d (N* grows as V^2/d at saturated attention, MODEL.md 4.8).  Lmax = the longest L:
-    every point of a draw shares its informative tokens (paired over L)."""
+    """Three panels: d at (V0, L0) and a d >= V contrast; L at (V0, d0); V at d = V/2, L0.  Each
+    point runs three steps, gradient information and Adam on N = 16, 32, ... up to top V^2/d
+    (MODEL.md 4.8) and each learner's cap; Lmax = the longest L (draws paired over L)."""
     if not 1 / min(g["V"] + [g["V0"]]) < g["tau"] < 1 or g["d_contrast"] < g["V0"]:
         raise ValueError(f"need 1/V < tau < 1 at every V and d_contrast >= V0; got tau="
                          f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
@@ -724,9 +716,8 @@ def crossing(xs, ys, tau):
 
 
 def nstar_bootstrap(recs, resamples=200, seed=0):
-    """N* of each record -- where its mean accuracy over draws first reaches tau, interpolated
-    in log N; nan if not within its N grid -- on the draws as run (row 0), then on `resamples`
-    resamples of the draws with replacement, the same resample for every record."""
+    """N* of each record (crossing of its mean accuracy over draws with tau; nan: none), row 0
+    on the draws as run, then a row per bootstrap resample of the draws, shared by the records."""
     rng, n = np.random.default_rng(seed), min(r["config"]["draws"] for r in recs)
     picks = [np.arange(n)] + [rng.integers(0, n, n) for _ in range(resamples)]
     acc = [np.array(r["result"]["accuracy"]) for r in recs]      # (draws, len(Ns)) each
