@@ -202,8 +202,7 @@ MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024
 
 def mlp_configs(g, seed):
     """One capacity search per (M, d, alpha, seed) with m d <= max_md, biggest first (better
-    packing).  M = None: N classes, f(i) = i; M = 32: f(i) = (i M) // N.  First bracket [ours]:
-    [Nref/2, 2 Nref] around the authors' line (the search widens until both ends hold)."""
+    packing); M = None: f(i) = i; M = 32: f(i) = i M // N; first bracket [ours] [Nref/2, 2 Nref]."""
     out = []
     for M, d, alpha in itertools.product(g["M"], g["d"], g["alpha"]):
         md, regime = alpha * d * d, "M=N" if M is None else "M=32"
@@ -222,11 +221,9 @@ def mlp_one(cfg):
     d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
     trial, memo = train.memoised(lambda N: train.mlp_memory_trial(
         N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"], cfg["patience"], cfg["dtype"]))
-
-    def succeeds(N):
-        return trial(N)["first99"] is not None
-    cap = train.bisect_capacity(succeeds, cfg["lo"], cfg["hi"], cfg["ratio"])
-    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cap),
+    cap = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, cfg["lo"], cfg["hi"],
+                                cfg["ratio"])
+    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": trial(cap)["first99"] is None,
             "hi_succeeds": cap == train.WIDEN * cfg["hi"],
             "trials": [memo[N] for N in sorted(memo)]}
 
@@ -464,9 +461,8 @@ def draws_one(cfg):
 
 
 def learner_logits(cfg, fixed, train_set, test):
-    """Train cfg["method"] on train_set: "three_step" (eta -> 0 at query norm q), "adam" (steps,
-    lr) or "gradinfo" (the first gradient alone, train.gradinfo_decoder).  Returns its test
-    logits (n_test, V) and mean attention on the informative position (nan for gradinfo)."""
+    """Train cfg["method"] on train_set ("three_step": eta -> 0 at query norm q; "gradinfo": the
+    first gradient alone): test logits (n_test, V), mean attention on the informative position."""
     tokens, pos, labels = test
     rows = np.arange(len(pos))
     if cfg["method"] == "gradinfo":
@@ -568,7 +564,6 @@ def agreement_rows(records):
 
 
 def b_agree_summary(records):
-    """agreement_rows as a table (tuning points, then hidden ones), then agreement_stats per set."""
     rows = agreement_rows(records)
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
              "diff | sd without z2 spread | fresh-noise formula |", "|" + "---|" * 13]
@@ -612,7 +607,6 @@ def b_embed_configs(g, seed):
 
 
 def b_embed_summary(records):
-    """Each random d minus one-hot, paired over the draws."""
     one = next(r for r in records if r["config"]["kind"] == "onehot")
     return paired_table(one, [r for r in records if r is not one], "random d={d}", "one-hot")
 
@@ -695,8 +689,7 @@ def b_scaling_configs(g, seed):
 
 
 def b_scaling_one(cfg):
-    """draws_one; for three steps also the formula's N* (theory.critical_N) and its mean
-    accuracy as N -> infinity (frozen bias, N = 1e9), computed here, in the run's process."""
+    """draws_one; for three steps also the formula's N* and its accuracy at N = 1e9 (N -> inf)."""
     res = draws_one(cfg)
     if cfg["method"] == "three_step":
         args = (cfg["V"], cfg["d"], cfg["L"], cfg["q"])
