@@ -339,8 +339,7 @@ FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PE
 
 
 def families_configs(g, seed):
-    """facts' runs for each family [a, b, H] (dh H = a d, m = b d; H = None: facts' rule):
-    attention-dominated, balanced, MLP-dominated (one head: the least attention that routes)."""
+    """facts' runs per family [a, b, H] (None: facts' H; H = 1: the least attention that routes)."""
     return [c for a, b, H in g["families"]
             for c in facts_configs(dict(g, a=[a], b=[b], H=H), seed)]
 
@@ -581,8 +580,7 @@ def b_agree_summary(records):
 
 
 def agreement_stats(rows, name):
-    """Mean and largest |predicted - measured|, mean signed error, how many predicted sds lie
-    within 30% of the measured; the same against the fresh-noise formula."""
+    """One set's line: errors of the prediction and of the fresh-noise formula, the sd ratios."""
     diff, fresh = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     return (f"\n{name}: {len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
