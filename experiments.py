@@ -18,6 +18,7 @@ import theory
 import train
 
 SCALES = ("tiny", "small", "full")
+HELP = {}          # experiment name -> its line of command-line help, given where its block begins
 
 
 def by_scale(small, **changes):
@@ -27,7 +28,7 @@ def by_scale(small, **changes):
 
 
 # ----------------------------------------------------------------------------- fig5 (A5)
-# Paper A, Fig. 5: linear attention on one-hot embeddings learns in stages (sequential learning).
+HELP["fig5"] = "paper A Fig. 5: sequential learning and the hallucination stage"
 
 FIG5 = by_scale(dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps=8192,
                      n_test=4096, eval_every=64, dtype="float32", seeds=5),
@@ -79,9 +80,8 @@ def fig5_losses(logits, y, D):
 
 
 def fig5_stages(curve, n_answers, D):
-    """The two stage ends: the plateau's when the total loss first drops below the midpoint of
-    ln(n_answers) and ln D, the hallucination stage's (relation known, subject not: loss near
-    ln D) when it first drops below ln(D)/2; None where it never drops that far."""
+    """The two stage ends (None: never; MODEL.md A5): the plateau's when the total loss first
+    drops below the midpoint of ln(n_answers) and ln D, the hallucination stage's below ln(D)/2."""
     step, tot = np.asarray(curve["step"]), np.asarray(curve["total"])
     ends = [step[tot < th] for th in ((np.log(n_answers) + np.log(D)) / 2, np.log(D) / 2)]
     return tuple(int(e[0]) if len(e) else None for e in ends)
@@ -104,7 +104,7 @@ def fig5_summary(records):
 
 
 # ----------------------------------------------------------------------------- linear (A1)
-# Paper A, Fig. 1 left: capacity of a d x d linear memory, trained by Adam, and Hebbian.
+HELP["linear"] = "paper A Fig. 1 left: linear associative memory, trained and Hebbian"
 
 LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ratio=1.03,
                        c_lo=4.0, c_hi=0.8, dmax=256),
@@ -191,7 +191,7 @@ def seed_interval(groups, stat, resamples=1000, seed=0):
 
 
 # ----------------------------------------------------------------------------- mlp (A2)
-# Paper A, Fig. 1 right and Fig. 6: capacity of relu(E[x] W1 + b1) W2 U^T with m = alpha d.
+HELP["mlp"] = "paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"
 
 MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=3,
                     lr=0.03, steps=2048, patience=256, ratio=1.04, dmax=90, dtype="float32"),
@@ -202,8 +202,7 @@ MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024
 
 def mlp_configs(g, seed):
     """One capacity search per (M, d, alpha, seed) with m d <= max_md, biggest first (better
-    packing).  M = None: N classes, f(i) = i; M = 32: f(i) = (i M) // N.  First bracket [ours]:
-    [Nref/2, 2 Nref] around the authors' line (the search widens until both ends hold)."""
+    packing); M = None: f(i) = i; M = 32: f(i) = i M // N; first bracket [ours] [Nref/2, 2 Nref]."""
     out = []
     for M, d, alpha in itertools.product(g["M"], g["d"], g["alpha"]):
         md, regime = alpha * d * d, "M=N" if M is None else "M=32"
@@ -218,15 +217,13 @@ def mlp_configs(g, seed):
 
 
 def mlp_one(cfg):
-    """Capacity (99% criterion) of one MLP memory of width m = alpha d."""
+    """Capacity (99% criterion) of one MLP memory relu(E[x] W1 + b1) W2 U^T, width m = alpha d."""
     d, m, M = cfg["d"], cfg["alpha"] * cfg["d"], cfg["M"]
     trial, memo = train.memoised(lambda N: train.mlp_memory_trial(
         N, d, m, M, cfg["seed"], cfg["lr"], cfg["steps"], cfg["patience"], cfg["dtype"]))
-
-    def succeeds(N):
-        return trial(N)["first99"] is not None
-    cap = train.bisect_capacity(succeeds, cfg["lo"], cfg["hi"], cfg["ratio"])
-    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": not succeeds(cap),
+    cap = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, cfg["lo"], cfg["hi"],
+                                cfg["ratio"])
+    return {"cap99": cap, "m": m, "md": m * d, "lo_fails": trial(cap)["first99"] is None,
             "hi_succeeds": cap == train.WIDEN * cfg["hi"],
             "trials": [memo[N] for N in sorted(memo)]}
 
@@ -254,7 +251,7 @@ def mlp_summary(records):
 
 
 # ----------------------------------------------------------------------------- facts (A3, A4)
-# Paper A, Fig. 4 left: facts stored against parameters of the one-layer transformer.
+HELP["facts"] = "paper A Fig. 4 left: facts stored vs parameters of the transformer"
 
 FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
                       steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
@@ -286,8 +283,7 @@ def facts_configs(g, seed):
 
 
 def facts_one(cfg):
-    """Capacity in facts S^2 of one transformer size, the paper's criterion (>= 99% on fresh
-    prompts), by bisection on S."""
+    """Capacity in facts S^2 of one size, by bisection on S: the paper's >= 99% on fresh prompts."""
     trial, memo = train.memoised(lambda S: train.transformer_trial(S, cfg))
     S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
@@ -303,9 +299,8 @@ def facts_family(record):
 
 
 def facts_fits(records):
-    """Per family: facts per parameter k in facts = k params (geometric mean), bits per
-    parameter k log2 D, the log-log slope of facts against params (1 = linear), with 95%
-    intervals over seeds; a family that stored no fact is left out."""
+    """Per family that stored a fact: k in facts = k params (geometric mean), bits per parameter
+    k log2 D, the log-log slope of facts against params (1 = linear); 95% intervals over seeds."""
     out = {}
     for fam in sorted({facts_family(r) for r in records}, reverse=True):   # attention first
         pts = [(r["result"]["params"], r["result"]["facts_fresh99"]) for r in records
@@ -333,7 +328,7 @@ def facts_summary(records):
 
 
 # ----------------------------------------------------------------------------- families (A4)
-# "Either attention or MLP": facts against parameters for three ways of spending them.
+HELP["families"] = "paper A: facts vs parameters, attention- or MLP-dominated"
 
 PER_FAMILY = ("a", "b", "H")      # facts' fields that each family sets
 FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PER_FAMILY},
@@ -344,8 +339,7 @@ FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PE
 
 
 def families_configs(g, seed):
-    """facts' runs for each family [a, b, H] (dh H = a d, m = b d; H = None: facts' rule):
-    attention-dominated, balanced, MLP-dominated (one head: the least attention that routes)."""
+    """facts' runs per family [a, b, H] (None: facts' H; H = 1: the least attention that routes)."""
     return [c for a, b, H in g["families"]
             for c in facts_configs(dict(g, a=[a], b=[b], H=H), seed)]
 
@@ -354,7 +348,7 @@ families_one, families_summary = facts_one, facts_summary    # the same runs, pe
 
 
 # ----------------------------------------------------------------------------- tradeoff (A4)
-# Paper A, Fig. 4 right: accuracy over attention and MLP sizes at a fixed number of facts.
+HELP["tradeoff"] = "paper A Fig. 4 right: attention vs MLP parameters, fixed facts"
 
 TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16, 64, 256], D=8,
                          T=32, lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
@@ -391,8 +385,7 @@ def tradeoff_cells(records):
 
 
 def tradeoff_frontier(records):
-    """The measured frontier: per attention size, the smallest MLP size whose mean accuracy on
-    fresh prompts reaches 0.99 (None if no width in the grid does)."""
+    """The frontier: [(attention size, least MLP size with mean accuracy >= 0.99, or None)]."""
     cells = tradeoff_cells(records)
     return [(a, min((m for (a2, m), (acc, _) in cells.items() if a2 == a and acc >= 0.99),
                     default=None)) for a in sorted({a for a, _ in cells})]
@@ -445,8 +438,7 @@ def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
 
 def draws_one(cfg):
     """Accuracy and attention of one learner for cfg["draws"] draws at each N of cfg["Ns"]
-    (nested), paired across settings (MODEL.md section 3, "Draws").  centred: the MLP features
-    minus mean_x relu((e_x + z_trig) W_mlp)."""
+    (nested), paired across settings (MODEL.md section 3, "Draws"), and each draw's |z_trig|^2."""
     out = {"accuracy": [], "attention": [], "z2": []}
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
@@ -468,9 +460,8 @@ def draws_one(cfg):
 
 
 def learner_logits(cfg, fixed, train_set, test):
-    """Train cfg["method"] on train_set: "three_step" (eta -> 0 at query norm q), "adam" (steps,
-    lr) or "gradinfo" (the first gradient alone, train.gradinfo_decoder).  Returns its test
-    logits (n_test, V) and mean attention on the informative position (nan for gradinfo)."""
+    """Train cfg["method"] on train_set ("three_step": eta -> 0 at query norm q; "gradinfo": the
+    first gradient alone): test logits (n_test, V), mean attention on the informative position."""
     tokens, pos, labels = test
     rows = np.arange(len(pos))
     if cfg["method"] == "gradinfo":
@@ -503,7 +494,7 @@ def paired_table(base, records, name, against):
 
 
 # ----------------------------------------------------------------------------- b_agree
-# Predicted against measured accuracy of three steps at 20 points (two with the fixed MLP).
+HELP["b_agree"] = "paper B: predicted vs measured accuracy of three steps"
 
 def _points(*rows):
     return [dict(zip(("V", "d", "L", "N", "q", "m"), row)) for row in rows]
@@ -572,7 +563,6 @@ def agreement_rows(records):
 
 
 def b_agree_summary(records):
-    """agreement_rows as a table (tuning points, then hidden ones), then agreement_stats per set."""
     rows = agreement_rows(records)
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
              "diff | sd without z2 spread | fresh-noise formula |", "|" + "---|" * 13]
@@ -590,8 +580,7 @@ def b_agree_summary(records):
 
 
 def agreement_stats(rows, name):
-    """Mean and largest |predicted - measured|, mean signed error, how many predicted sds lie
-    within 30% of the measured; the same against the fresh-noise formula."""
+    """One set's line: errors of the prediction and of the fresh-noise formula, the sd ratios."""
     diff, fresh = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     return (f"\n{name}: {len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
@@ -602,7 +591,7 @@ def agreement_stats(rows, name):
 
 
 # ----------------------------------------------------------------------------- b_embed
-# Random against orthogonal embeddings: one-hot (d = V + 2) and random at d = V/4, V/2, V + 2.
+HELP["b_embed"] = "paper B: one-hot (d = V + 2) vs random embeddings"
 
 B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
                    tiny=dict(V=8, L=4, n_N=2, draws=DRAWS["tiny"]))
@@ -616,13 +605,12 @@ def b_embed_configs(g, seed):
 
 
 def b_embed_summary(records):
-    """Each random d minus one-hot, paired over the draws."""
     one = next(r for r in records if r["config"]["kind"] == "onehot")
     return paired_table(one, [r for r in records if r is not one], "random d={d}", "one-hot")
 
 
 # ----------------------------------------------------------------------------- b_mlp
-# Attention only against attention + a fixed random ReLU MLP of width m, plain and centred.
+HELP["b_mlp"] = "paper B: attention only vs + fixed MLP, three steps and Adam"
 
 B_MLP = by_scale(dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=10.0,
                       n_test=1000, draws=DRAWS["small"], adam_N=1000, adam_draws=5,
@@ -644,8 +632,7 @@ def b_mlp_configs(g, seed):
 
 
 def b_mlp_summary(records):
-    """Per d and learner: the paired differences to attention only; the formula's predictions
-    (three steps)."""
+    """Per d and learner: paired differences to attention only; three steps' predicted accuracy."""
     out = []
     for d, a in itertools.product(sorted({r["config"]["d"] for r in records}), LEARNERS):
         rs = sorted((r for r in records if r["config"]["d"] == d and r["config"]["method"] == a),
@@ -666,7 +653,7 @@ def b_mlp_summary(records):
 
 
 # ----------------------------------------------------------------------------- b_scaling
-# N* against d, L and V at d < V for three learners beside the formula's; the one-snr collapse.
+HELP["b_scaling"] = "paper B: N* against d, L and V at d < V for three learners"
 
 B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
                           L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], Nmax=32768, top=32,
@@ -678,11 +665,9 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
 
 
 def b_scaling_configs(g, seed):
-    """Three panels: d at (V0, L0), with one d >= V contrast (d_contrast); L at (V0, d0); V at
-    d = V/2, L0.  At every point three steps (N <= Nmax), gradient information (N <=
-    gradinfo_Nmax) and Adam (adam_draws draws, N <= adam_Nmax), on N = 16, 32, ... up to top
-    V^2/d (N* grows as V^2/d at saturated attention, MODEL.md 4.8).  Lmax = the longest L:
-    every point of a draw shares its informative tokens (paired over L)."""
+    """Three panels: d at (V0, L0) and a d >= V contrast; L at (V0, d0); V at d = V/2, L0.  Each
+    point runs three steps, gradient information and Adam on N = 16, 32, ... up to top V^2/d
+    (MODEL.md 4.8) and each learner's cap; Lmax = the longest L (draws paired over L)."""
     if not 1 / min(g["V"] + [g["V0"]]) < g["tau"] < 1 or g["d_contrast"] < g["V0"]:
         raise ValueError(f"need 1/V < tau < 1 at every V and d_contrast >= V0; got tau="
                          f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
@@ -702,8 +687,7 @@ def b_scaling_configs(g, seed):
 
 
 def b_scaling_one(cfg):
-    """draws_one; for three steps also the formula's N* (theory.critical_N) and its mean
-    accuracy as N -> infinity (frozen bias, N = 1e9), computed here, in the run's process."""
+    """draws_one; for three steps also the formula's N* and its accuracy at N = 1e9 (N -> inf)."""
     res = draws_one(cfg)
     if cfg["method"] == "three_step":
         args = (cfg["V"], cfg["d"], cfg["L"], cfg["q"])
@@ -723,9 +707,8 @@ def crossing(xs, ys, tau):
 
 
 def nstar_bootstrap(recs, resamples=200, seed=0):
-    """N* of each record -- where its mean accuracy over draws first reaches tau, interpolated
-    in log N; nan if not within its N grid -- on the draws as run (row 0), then on `resamples`
-    resamples of the draws with replacement, the same resample for every record."""
+    """N* of each record (crossing of its mean accuracy over draws with tau; nan: none), row 0
+    on the draws as run, then a row per bootstrap resample of the draws, shared by the records."""
     rng, n = np.random.default_rng(seed), min(r["config"]["draws"] for r in recs)
     picks = [np.arange(n)] + [rng.integers(0, n, n) for _ in range(resamples)]
     acc = [np.array(r["result"]["accuracy"]) for r in recs]      # (draws, len(Ns)) each
@@ -848,14 +831,4 @@ def experiment(name, help):
             "one": block.get(f"{name}_one", draws_one), "summary": block[f"{name}_summary"]}
 
 
-EXPERIMENTS = {e["name"]: experiment(**e) for e in [
-    dict(name="fig5", help="paper A Fig. 5: sequential learning and the hallucination stage"),
-    dict(name="linear", help="paper A Fig. 1 left: linear associative memory, trained and Hebbian"),
-    dict(name="mlp", help="paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"),
-    dict(name="facts", help="paper A Fig. 4 left: facts stored vs parameters of the transformer"),
-    dict(name="families", help="paper A: facts vs parameters, attention- or MLP-dominated"),
-    dict(name="tradeoff", help="paper A Fig. 4 right: attention vs MLP parameters, fixed facts"),
-    dict(name="b_agree", help="paper B: predicted vs measured accuracy of three steps"),
-    dict(name="b_embed", help="paper B: one-hot (d = V + 2) vs random embeddings"),
-    dict(name="b_mlp", help="paper B: attention only vs + fixed MLP, three steps and Adam"),
-    dict(name="b_scaling", help="paper B: N* against d, L and V at d < V for three learners")]}
+EXPERIMENTS = {name: experiment(name, text) for name, text in HELP.items()}

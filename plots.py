@@ -19,14 +19,6 @@ TALK = dict(STYLE, **{"font.size": 14, "savefig.dpi": 150, "lines.linewidth": 2.
 TALK_SIZE = 1.3                                  # to font.size), figure 1.3x
 
 
-def header(fig, listed, records):
-    """One line at the top naming the record set drawn: experiment, scale, runs, overrides."""
-    fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
-             f"{len(listed['keys'])} runs" + "".join(f", --set {k}={v}" for k, v in
-                                                  listed["set"].items()),
-             fontsize="x-small", color="0.35", va="bottom")
-
-
 def with_data(fig, path, data):
     """fig, once the numbers it plots are saved next to it as .json for tests and readers."""
     train.save_json(os.path.splitext(path)[0] + ".json", data)
@@ -275,8 +267,7 @@ def fig_b_embed(records, path):
 
 
 def fig_b_mlp(records, path):
-    """Per d: accuracy (mean +- 1 sd over paired draws) against m d / V, with and without MLP,
-    for three steps and for Adam."""
+    """Per d: accuracy (mean +- sd) against m d / V, three steps and Adam, with and without MLP."""
     c = records[0]["config"]
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in records})
@@ -401,7 +392,10 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     path += "" if os.path.splitext(path)[1] else ".png"          # what savefig writes
     with plt.rc_context(TALK if talk else STYLE):
         fig = FIGURES[name](records, path)
-        header(fig, listed, records)
+        sets = "".join(f", --set {k}={v}" for k, v in listed["set"].items())   # a header line
+        fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
+                 f"{len(listed['keys'])} runs{sets}", fontsize="x-small", color="0.35",
+                 va="bottom")                                       # names the record set
         fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         fig.savefig(path, bbox_inches="tight")
