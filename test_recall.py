@@ -906,8 +906,8 @@ def test_three_step_accuracy_matches_theory_at_one_point():
     assert np.min(r["attention"]) > 0.99 and abs(np.mean(r["accuracy"]) - pred) < 0.10
 
 
-@pytest.mark.parametrize("name", ["b_agree", "b_embed", "b_mlp"])
-def test_paper_b_experiment_tiny(name, tmp_path, capsys):
+@pytest.mark.parametrize("name", ["b_agree", "b_embed", "b_mlp", "families"])
+def test_experiment_tiny(name, tmp_path, capsys):
     """Each experiment at tiny scale writes records, prints its summary, and its figure renders."""
     train.main([name, "--scale", "tiny", "--out", str(tmp_path)])
     records, _ = train.load_records(str(tmp_path), name)
