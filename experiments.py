@@ -172,11 +172,14 @@ def linear_summary(records):
 
 
 def fits_text(name, fits):
-    """One line per fit; a pair [lo, hi] is a 95% interval (seed_interval)."""
+    """One line per fit; a pair [lo, hi], named *_95, is a 95% interval (seed_interval)."""
     def text(x):
         return f"[{x[0]:.3g}, {x[1]:.3g}]" if isinstance(x, list) else f"{x:.3g}"
-    return "\n".join(f"{name} {key}: " + ", ".join(f"{k} = {text(x)}" for k, x in v.items())
-                     for key, v in fits.items())
+    lines = [f"{name} {key}: " + ", ".join(f"{k} = {text(x)}" for k, x in v.items())
+             for key, v in fits.items()]
+    if any(k.endswith("_95") for v in fits.values() for k in v):
+        lines.append("(*_95: 95% bootstrap interval over seeds)")
+    return "\n".join(lines)
 
 
 def seed_interval(groups, stat, resamples=1000, seed=0):
@@ -239,10 +242,10 @@ def mlp_fits(records):
         N, md = np.array([(r["result"]["cap99"], r["result"]["md"]) for r in rs], float).T
         def fit(k):
             return theory.fit_constant(N[k] * np.log(N[k]) if regime == "M=N" else N[k], md[k])
-        c = fit(np.arange(len(N)))
+        c, size = fit(np.arange(len(N))), [f"{r['config']['d']} {r['config']['alpha']}" for r in rs]
         out[regime] = {"c": c, "bits_per_param": theory.bits_per_param_mlp(c, regime),
-                       "loglog_slope": theory.loglog_slope(md, N), "c_95": seed_interval(md, fit),
-                       "slope_95": seed_interval(md, lambda k: theory.loglog_slope(md[k], N[k]))}
+                       "loglog_slope": theory.loglog_slope(md, N), "c_95": seed_interval(size, fit),
+                       "slope_95": seed_interval(size, lambda k: theory.loglog_slope(md[k], N[k]))}
     return out
 
 
@@ -318,12 +321,15 @@ def facts_fits(records):
 
 
 def facts_summary(records):
-    rows = ["| d | H | dh | m | params | seed | S (fresh 99%) | facts/param |", "|---" * 8 + "|"]
-    for r in sorted(records, key=lambda r: (r["result"]["params"], r["config"]["seed"])):
+    rows = ["| family: dh H = a d, m = b d | d | H | dh | m | params | seed | S (fresh 99%) | "
+            "facts/param |", "|---" * 9 + "|"]
+    for r in sorted(records, key=lambda r: (r["config"]["b"], r["result"]["params"],
+                                            r["config"]["seed"])):
         c, x = r["config"], r["result"]
         edge = " (bracket edge)" if x["lo_fails"] or x["hi_succeeds"] else ""
-        rows.append(f"| {c['d']} | {c['H']} | {c['dh']} | {c['m']} | {x['params']} | {c['seed']} | "
-                    f"{x['S_fresh99']}{edge} | {x['facts_fresh99'] / x['params']:.3f} |")
+        rows.append(f"| {facts_family(r)} | {c['d']} | {c['H']} | {c['dh']} | {c['m']} | "
+                    f"{x['params']} | {c['seed']} | {x['S_fresh99']}{edge} | "
+                    f"{x['facts_fresh99'] / x['params']:.3f} |")
     return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
 
 
@@ -340,6 +346,9 @@ FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PE
 
 def families_configs(g, seed):
     """facts' runs per family [a, b, H] (None: facts' H; H = 1: the least attention that routes)."""
+    if any(len(f) != 3 or (f[2] is not None and not 1 <= f[2] == int(f[2])) for f in g["families"]):
+        raise ValueError(f"each family is [a, b, H] with H null or a whole number >= 1, got "
+                         f"{g['families']}")
     return [c for a, b, H in g["families"]
             for c in facts_configs(dict(g, a=[a], b=[b], H=H), seed)]
 
@@ -634,11 +643,10 @@ def b_mlp_configs(g, seed):
 def b_mlp_summary(records):
     """Per d and learner: paired differences to attention only; three steps' predicted accuracy."""
     out = []
-    for d, a in itertools.product(sorted({r["config"]["d"] for r in records}), LEARNERS):
+    for d, a in sorted({(r["config"]["d"], r["config"]["method"]) for r in records},
+                       key=lambda da: (da[0], da[1] != "three_step")):    # three steps, then Adam
         rs = sorted((r for r in records if r["config"]["d"] == d and r["config"]["method"] == a),
                     key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
-        if not rs:
-            continue
         out.append(paired_table(rs[0], rs, LEARNERS[a] + ": d={d}, m={m}, centred={centred}",
                                 "attention only"))
         c = rs[0]["config"]                                        # attention only
@@ -646,8 +654,8 @@ def b_mlp_summary(records):
         mlps = [f"+ MLP m={m} {theory.retrieval_accuracy(*args, m):.3f}"
                 for m in sorted({r["config"]["m"] for r in rs if "m" in r["config"]})]
         if a == "three_step":
-            out.append(f"predicted (no centred variant): attention only "
-                       f"{theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps))
+            out.append(f"predicted by the fresh-noise formula (no centred variant): attention "
+                       f"only {theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps))
         out[-1] += "\n"
     return "\n".join(out)
 

@@ -132,20 +132,26 @@ def fig_mlp(records, path):
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
+FAMILY_NAMES = {"a=4 b=0.25": "attention-dominated", "a=1 b=1": "balanced",
+                "a=0.25 b=4": "MLP-dominated"}          # families' three; facts' one is balanced
+
+
 def fig_facts(records, path):
     """Facts stored against parameters 4 H dh d + 2 m d, per family (a, b), the authors' line."""
-    fits = ex.facts_fits(records)
+    fits, cfg = ex.facts_fits(records), records[0]["config"]
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted, P = {}, np.array([r["result"]["params"] for r in records])
     for i, fam in enumerate(sorted({ex.facts_family(r) for r in records}, reverse=True)):
         rs = [r for r in records if ex.facts_family(r) == fam]
+        col = list(FAMILY_NAMES).index(fam) if fam in FAMILY_NAMES else 3 + i   # its colour
         p, F = (np.array([r["result"][k] for r in rs]) for k in ("params", "facts_fresh99"))
         f = fits.get(fam, {})
         s, ci = f.get("loglog_slope", np.nan), f.get("slope_95", [np.nan, np.nan])
         slope = "" if np.isnan(s) else f", slope {s:.2f}" + ("" if np.isnan(ci[0]) else
                                                              " [{:.2f}, {:.2f}]".format(*ci))
-        ax.scatter(p, F, color=f"C{i}", marker="osD"[i % 3], s=36, zorder=3, label=f"{fam}: "
-                   f"{f.get('facts_per_param', np.nan):.3f} facts/param{slope}")
+        ax.scatter(p, F, color=f"C{col}", marker="osD"[col % 3], s=36, zorder=3, label=f"{fam} "
+                   f"{FAMILY_NAMES.get(fam, '')}: {f.get('facts_per_param', np.nan):.3f} "
+                   f"facts/param{slope}")
         plotted[fam] = [p.tolist(), F.tolist()]
         first = min(r["config"]["seed"] for r in rs)          # one label per size, its first seed
         for r in (r for r in rs if r["config"]["seed"] == first):   # an edge capacity: a bound
@@ -155,11 +161,11 @@ def fig_facts(records, path):
                         (x["params"], x["facts_fresh99"]), fontsize="x-small", xytext=(-6, 0),
                         zorder=4, textcoords="offset points", ha="right", va="center",
                         bbox={"fc": "w", "ec": "none", "pad": 0.5})
-    pp, D = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20), records[0]["config"]["D"]
+    pp = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20)
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ on 1024 "
-             "fresh prompts)", f"One-layer transformer, $D$={D}, $S=R$, $T$="
-             f"{records[0]['config']['T']}, $d_hH = a d$, $m = b d$", ncol=1)
+    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ on "
+             f"{cfg['n_test']} fresh prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, "
+             f"$T$={cfg['T']}, $d_hH = a d$, $m = b d$", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
@@ -292,13 +298,12 @@ def fig_b_mlp(records, path):
             ax.axhline(att.mean(), color=col, ls="--", label=f"{ex.LEARNERS[a]}, attention only "
                        "(± 1 sd)")
         ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:",
-                label="predicted, three steps + MLP")
+                label="predicted (fresh-noise formula), three steps + MLP")
         ax.axhline(theory.retrieval_accuracy(V, N, d, L, q), color="k", ls=":",
-                   label="predicted, three steps, attention only")
+                   label="predicted (fresh-noise), three steps, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$")
+        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$", yscale="log")
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize="x-small", loc="outside lower "
                "center", ncol=3)
