@@ -436,10 +436,11 @@ DRAWS = {"tiny": 3, "small": 20}      # independent draws per point; paper B's f
 
 def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
                  method="three_step", n_test=2000, Lmax=None, **extra):
-    """One paper-B config, checked here so that a bad --set stops before anything runs."""
+    """One paper-B config (steps and lr: Adam's only), checked so that a bad --set stops early."""
     if draws < 2 or n_test < 1 or min(Ns, default=0) < 1 or (Lmax or L) < L:
         raise ValueError(f"need draws >= 2, n_test >= 1, every N >= 1 and Lmax >= L; got "
                          f"draws={draws}, n_test={n_test}, Ns={Ns}, L={L}, Lmax={Lmax}")
+    extra = {k: v for k, v in extra.items() if method == "adam" or k not in ("steps", "lr")}
     cfg = {"V": V, "d": d, "L": L, "Ns": [int(N) for N in Ns], "seed": seed, "draws": draws,
            "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L, **extra}
     return cfg if m is None else dict(cfg, m=m)

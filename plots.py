@@ -282,10 +282,10 @@ def fig_b_mlp(records, path):
     ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
     arms = {(r["config"]["method"], r["config"]["d"], r["config"].get("m"), r["config"]["centred"]):
             np.array(r["result"]["accuracy"])[:, 0] for r in records}       # (draws,) each
-    adam_N = next(r["config"]["Ns"][0] for r in records if r["config"]["method"] == "adam")
+    adam = next(r["config"] for r in records if r["config"]["method"] == "adam")
     for ax, d in zip(axes[0], ds):
         x = np.array(ms) * d / V
-        for a, centred, col, lab in (("adam", False, "C2", f"Adam, + fixed MLP (N={adam_N})"),
+        for a, centred, col, lab in (("adam", False, "C2", "Adam, + fixed MLP"),
                                      ("three_step", False, "C0", "three steps, + fixed MLP"),
                                      ("three_step", True, "C1", "three steps, + centred MLP")):
             acc = [arms[a, d, m, centred] for m in ms]
@@ -307,9 +307,8 @@ def fig_b_mlp(records, path):
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize="x-small", loc="outside lower "
                "center", ncol=3)
-    n = {a: len(arms[a, ds[0], None, False]) for a in ("three_step", "adam")}
-    fig.suptitle(f"V={V}, L={L}; three steps: N={N}, q={q:g}, {n['three_step']} paired draws; "
-                 f"Adam: N={adam_N}, {n['adam']} paired draws", fontsize="small")
+    fig.suptitle(f"V={V}, L={L}; three steps: N={N}, q={q:g}, {c['draws']} paired draws; "
+                 f"Adam: N={adam['Ns'][0]}, {adam['draws']} paired draws", fontsize="small")
     return fig
 
 

@@ -1161,3 +1161,15 @@ def test_seed_interval_covers_the_fit_and_needs_two_seeds():
     assert 0 < widths[0] < widths[1] / 3
     assert np.isnan(ex.seed_interval([1, 2, 4], lambda k: 0.0)).all()
     assert "c = [1, 2]" in ex.fits_text("t", {"f": {"c": [1.0, 2.0]}})
+
+
+def test_adam_settings_do_not_rerun_other_learners():
+    """Adam's steps and lr are in Adam's configs only: changing them keeps every other record."""
+    for grid, make in ((ex.B_MLP["tiny"], ex.b_mlp_configs), (ex.B_SCALING["tiny"],
+                                                               ex.b_scaling_configs)):
+        before, after = make(grid, 0), make(dict(grid, adam_steps=99, adam_lr=0.5), 0)
+        assert all(("steps" in c) == (c["method"] == "adam") for c in before)
+        others = [{train.config_key(c) for c in cs if c["method"] != "adam"} for cs in (before,
+                                                                                        after)]
+        assert others[0] == others[1] and len(others[0]) > 0
+        assert {c["steps"] for c in after if c["method"] == "adam"} == {99}
