@@ -650,11 +650,11 @@ def b_mlp_summary(records):
                     key=lambda r: (r["config"].get("m", 0), r["config"]["centred"]))
         out.append(paired_table(rs[0], rs, LEARNERS[a] + ": d={d}, m={m}, centred={centred}",
                                 "attention only"))
-        c = rs[0]["config"]                                        # attention only
-        args = (c["V"], c["Ns"][0], d, c["L"], c["q"])
-        mlps = [f"+ MLP m={m} {theory.retrieval_accuracy(*args, m):.3f}"
-                for m in sorted({r["config"]["m"] for r in rs if "m" in r["config"]})]
-        if a == "three_step":
+        if a == "three_step":                                      # the formula's learner
+            c = rs[0]["config"]                                    # attention only
+            args = (c["V"], c["Ns"][0], d, c["L"], c["q"])
+            mlps = [f"+ MLP m={m} {theory.retrieval_accuracy(*args, m):.3f}"
+                    for m in sorted({r["config"]["m"] for r in rs if "m" in r["config"]})]
             out.append(f"predicted by the fresh-noise formula (no centred variant): attention "
                        f"only {theory.retrieval_accuracy(*args):.3f}, " + ", ".join(mlps))
         out[-1] += "\n"

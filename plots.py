@@ -274,7 +274,7 @@ def fig_b_embed(records, path):
 
 def fig_b_mlp(records, path):
     """Per d: accuracy (mean +- sd) against m d / V, three steps and Adam, with and without MLP."""
-    c = records[0]["config"]
+    c = next(r["config"] for r in records if r["config"]["method"] == "three_step")
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in records})
     fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 4.4), sharey=True,
