@@ -14,8 +14,7 @@ def transformer_params(d, H, dh, m):
     return 4 * H * dh * d + 2 * m * d
 
 
-C_SHARP_LINEAR = 2.0      # [later work: Barnfield et al.; Giorlandino et al.] d^2 = 2 N ln N,
-                          # the sharp threshold for top-1 recall
+C_SHARP_LINEAR = 2.0      # [Barnfield et al.; Giorlandino et al.] sharp top-1: d^2 = 2 N ln N
 C_AUTHORS_LINEAR = 1.3    # [paper A figure] the guide line d^2 = 1.3 N ln N of Fig. 1 left
 C_AUTHORS_MLP_MN = 0.35   # [paper A figure] m d = 0.35 N ln N, MLP memory with M = N classes
 C_AUTHORS_MLP_M32 = 1.2   # [paper A figure] m d = 1.2 N, MLP memory with M = 32 classes
@@ -168,10 +167,11 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
     K = p * (z2 + math.sqrt(z2 / d) * x)                     # e_x.z_trig = sqrt(z2 / d) x
     p2, K2, Kbar = float(wx @ p ** 2), float(wx @ K ** 2), float(wx @ K)
     vK, rho2 = K2 - Kbar ** 2, float(wx @ nu2)
+    et2 = 1 - 1 / d                          # E |e_t|^2 off z_trig; f_t K_t holds the rest
     nodes = []
     for xt, gt, pt, n2t, Kt, wt in zip(x, g, p, nu2, K, wx):
         ft = Kt / z2                                         # (phi_t . z_trig) / z2
-        S = A * pt * pt + ft * A * (Kt - Kbar)               # signal: mean lead (MODEL.md 4.4)
+        S = A * pt * pt * et2 + ft * A * (Kt - Kbar)         # signal: mean lead (MODEL.md 4.4)
         nodes.append({"x": xt, "w": wt, "S": S})
         if S <= 0:                                           # not stored at all: chance
             continue
@@ -179,8 +179,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_terms(T, V, d, m, pt, n2t, z2)
-        # per-token spread of S: the label's own count (v_c); the callers add |e_t|^2 |u_y|^2, 4/d
-        v_c = A * ((pt * pt + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2
+        v_c = A * ((pt * pt * et2 + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2  # own count: S spread
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # (nodes,)
         nodes[-1].update(T=T, f=ft, nu2=n2t, v_c=v_c, c=c)
     return nodes, wx
@@ -194,9 +193,8 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
                               fresh=False, n_z=16):
-    """[ours] Predicted test accuracy with the frozen label bias (MODEL.md 4.6-4.7), (mean, sd) over
-    `draws` runs of one bias vector b each (`frozen_bias_draws`, `seed`) for the noise's trigger
-    part sb2 (0 if fresh), sf^2 fresh; each distractor's label a competitor of mean S c_i:
+    """[ours] Predicted test accuracy (MODEL.md 4.6-4.7): (mean, sd) over `draws` frozen biases
+    b (`frozen_bias_draws`) of size sb2 (0 if fresh), fresh noise sf^2, distractors' labels c_v:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - sqrt(sb2) b_v - c_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test).
     n_z Gauss-Hermite nodes in Z: 16 are within about 0.004 of the converged mean."""
