@@ -547,12 +547,12 @@ def b_agree_configs(g, seed):
 
 def b_agree_one(cfg):
     """draws_one, and for each draw k at its |z_trig|^2 the prediction with the frozen label bias
-    (mean, sd over bias_draws bias vectors from rng [seed, k]) and the fresh-noise formula."""
+    (mean, sd over bias_draws bias vectors from rng [seed, k, 3]) and the fresh-noise formula."""
     res = draws_one(cfg)
     args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
     res["predicted"] = [theory.retrieval_accuracy_frozen(*args, z2=z, draws=cfg["bias_draws"],
                                                          n_test=cfg["n_test"],
-                                                         seed=[cfg["seed"], k])
+                                                         seed=[cfg["seed"], k, 3])
                         for k, z in enumerate(res["z2"])]
     res["fresh"] = [theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]]
     return res

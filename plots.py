@@ -229,16 +229,16 @@ def fig_b_agree(records, path):
     """Predicted against measured accuracy, +-1 sd over draws (experiments.agreement_rows)."""
     rows = ex.agreement_rows(records)
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
-    ax.plot([0, 1], [0, 1], color="gray", lw=1)
-    sets = (("attention only", "o", "C0"), ("attention + MLP", "s", "C1"),
-            ("hidden points (never tuned on)", "^", "C2"))
+    ax.plot([0, 1], [0, 1], color="gray", lw=1, label="predicted = measured")
+    sets = (("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
+            ("hidden (chosen after the formula was fixed)", "^", "C2"))
     for i, (label, fmt, col) in enumerate(sets):
         w = [r for r in rows if (2 if r["hidden"] else int(bool(r["key"][5]))) == i]
         if not w:
             continue
         ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                     [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
-    ax.set(xlabel=f"measured accuracy (mean ± sd, {rows[0]['draws']} draws at tuning points)",
+    ax.set(xlabel="measured accuracy (mean ± sd over draws)",
            xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
     ax.legend(fontsize="small", title="three steps", title_fontsize="small", loc="upper left")
     return fig

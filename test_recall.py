@@ -1173,3 +1173,20 @@ def test_adam_settings_do_not_rerun_other_learners():
                                                                                         after)]
         assert others[0] == others[1] and len(others[0]) > 0
         assert {c["steps"] for c in after if c["method"] == "adam"} == {99}
+
+
+def test_signal_matches_the_mean_lead_of_three_steps():
+    """MODEL.md 4.4: the correct logit leads the mean wrong one by S on average over tokens. The
+    earlier S counted e_t's part along z_trig twice, A/d too much: 0.051 off here, where S is
+    0.020 off (draws differ by 0.058, so 24 draws resolve about 0.012)."""
+    V, d, L, N, off = 256, 32, 4, 25600, []
+    for k in range(24):
+        task = rc.make_retrieval(V, d, L, np.random.default_rng([k, 7]))
+        fixed = rc.retrieval_fixed(task)
+        tr, test = (rc.sample_retrieval(task, n, np.random.default_rng([k, n])) for n in (N, 2000))
+        logits, _ = rc.retrieval_forward(train.three_step_limit(fixed, *tr, 10.0), fixed, test[:2])
+        rows, z2 = np.arange(len(test[2])), fixed["z_trig"] @ fixed["z_trig"]
+        lead = logits[rows, test[2]] - (logits.sum(1) - logits[rows, test[2]]) / (V - 1)
+        S = sum(t["w"] * t["S"] for t in theory._token_nodes(V, N, d, L, 10.0, z2=z2)[0])
+        off.append(lead.mean() * N - S)             # WV = M / N: the lead in units of S
+    assert abs(np.mean(off)) / (N / V) < 0.035

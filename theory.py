@@ -180,7 +180,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_terms(T, V, d, m, pt, n2t, z2)
         v_c = A * ((pt * pt * et2 + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2  # own count: S spread
-        c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p / S   # (nodes,)
+        c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p * et2 / S   # (nodes,)
         nodes[-1].update(T=T, f=ft, nu2=n2t, v_c=v_c, c=c)
     return nodes, wx
 
