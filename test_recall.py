@@ -1188,5 +1188,5 @@ def test_signal_matches_the_mean_lead_of_three_steps():
         rows, z2 = np.arange(len(test[2])), fixed["z_trig"] @ fixed["z_trig"]
         lead = logits[rows, test[2]] - (logits.sum(1) - logits[rows, test[2]]) / (V - 1)
         S = sum(t["w"] * t["S"] for t in theory._token_nodes(V, N, d, L, 10.0, z2=z2)[0])
-        off.append(lead.mean() * N - S)             # WV = M / N: the lead in units of S
+        off.append(lead.mean() * N - S)             # WV = M / N: lead * N has the units of S
     assert abs(np.mean(off)) / (N / V) < 0.035
