@@ -118,20 +118,17 @@ def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours,
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--no-jax", action="store_true", help="skip the JAX column even if importable")
-    args = p.parse_args(argv)
+    argparse.ArgumentParser(description=__doc__).parse_args(argv)      # only --help
     dtype = np.float32
     print(f"BLAS threads per process: {os.environ.get('OPENBLAS_NUM_THREADS')}")
     A = np.random.default_rng(0).standard_normal((1024, 1024)).astype(dtype)
     gf = 2 * 1024 ** 3 / timeit(lambda: A @ A)[0] / 1e9
     print(f"float32; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
-    jax_steps = [] if args.no_jax else [j for j in [jax_transformer_step()] if j is not None]
+    jax_steps = [j for j in [jax_transformer_step()] if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
     print("JAX: a jit-compiled Adam step of the same algebra (per vocabulary entry) on one thread, "
-          "timed alternately with ours in this run" if jax_steps else "JAX: skipped (--no-jax)"
-          if args.no_jax else "JAX: not importable here, so no side-by-side JAX timing (install "
-          "jax in the Python running bench.py to get one)")
+          "timed alternately with ours in this run" if jax_steps else "JAX: not importable here, "
+          "so no side-by-side JAX timing (install jax in the Python running bench.py to get one)")
     print("    d   ours ms  textbook ms  speed-up  GFLOP/s  % matmul"
           + ("    JAX ms JAX / ours" if jax_steps else ""))
     for d in [32, 64, 128]:

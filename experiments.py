@@ -536,12 +536,12 @@ def theory_version():
 
 
 def b_agree_configs(g, seed):
-    """One config per point: `draws` draws at the tuning points, `hidden_draws` at the hidden."""
+    """One config per point (`draws` draws, `hidden_draws` if hidden); q, m default to 10, none."""
     pts = [(p, False, g["draws"]) for p in g["points"]]
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
     version = theory_version()
-    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p["q"], m=p["m"],
-                         n_test=g["n_test"], theory=version,
+    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p.get("q", 10.0),
+                         m=p.get("m"), n_test=g["n_test"], theory=version,
                          bias_draws=g["bias_draws"], hidden=hidden) for p, hidden, n in pts]
 
 
@@ -595,11 +595,12 @@ def agreement_stats(rows, name):
     """One set's line: errors of the prediction and of the fresh-noise formula, the sd ratios."""
     diff, fresh = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
-    return (f"\n{name}: {len(rows)} points, {rows[0]['draws']} draws each: mean |predicted - "
-            f"measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), mean "
+    n, within = len(rows), int((abs(ratio - 1) <= 0.3).sum())
+    return (f"\n{name}: {n} point{'s' * (n > 1)}, {rows[0]['draws']} draws each: mean |predicted "
+            f"- measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), mean "
             f"signed {diff.mean():+.3f} (fresh-noise formula: {np.abs(fresh).mean():.3f}, "
             f"{fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
-            f"{int((abs(ratio - 1) <= 0.3).sum())} of {len(rows)} within 30%")
+            f"{within} of {n} within 30%")
 
 
 # ----------------------------------------------------------------------------- b_embed

@@ -466,6 +466,8 @@ def test_cli_list_and_only(tmp_path):
     assert r.returncode == 0 and len(train.load_records(str(tmp_path), "fig5")[0]) == 1
     r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--list")
     assert r.stdout.startswith("0\tdone\t")
+    r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--only", "0")
+    assert r.returncode == 0 and "fig5: nothing to run" in r.stderr       # says it, not silent
     r = run_cli("fig5", "--out", str(tmp_path), "--only", "5")
     assert r.returncode == 2 and "--only" in r.stderr
 
@@ -659,6 +661,18 @@ def test_set_overrides_fields_and_the_fields_computed_from_them():
     r = run_cli("linear", "--scale", "tiny", "--set", "d=[8, 8]", "--list")   # duplicates once
     assert len(r.stdout.splitlines()) == 2
     assert train.parse_value("d", "[8, 16]", [4]) == [8, 16]
+    r = run_cli("b_agree", "--scale", "tiny", "--set", 'points=[{"V": 16, "d": 8, "L": 4, "N": 99}]',
+                "--list")                                 # q and m left out: their defaults
+    cfg = json.loads(r.stdout.splitlines()[0].split("\t")[2])
+    assert (cfg["V"], cfg["Ns"], cfg["q"], "m" in cfg) == (16, [99], 10.0, False)
+
+
+def test_set_error_shows_the_example_as_json_and_says_positive_only_for_numbers():
+    with pytest.raises(ValueError) as err:
+        train.parse_value("points", "[1]", [{"V": 16, "q": 10, "m": None}])
+    assert 'a dict like {"V": 16, "q": 10, "m": null}' in str(err.value)
+    with pytest.raises(ValueError, match="a positive int like 8"):
+        train.parse_value("d", "-3", [8])
 
 
 @pytest.mark.parametrize("args", [["--set", "nope=1"], ["--set", "d=abc"], ["--set", "d=2.5"],

@@ -345,6 +345,8 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
         configs, keys = [configs[only]], [keys[only]]
     paths = [os.path.join(folder, k + ".json") for k in keys]
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
+    if not todo:
+        sys.stderr.write(f"{experiment}: nothing to run, every record is in {folder}/\n")
     pool = None
     if jobs > 1 and len(todo) > 1:                    # the workers leave Ctrl-C to the parent
         pool = mp.Pool(min(jobs, len(todo)), signal.signal, (signal.SIGINT, signal.SIG_IGN))
@@ -378,9 +380,9 @@ def parse_value(key, text, current, choices=None):
     kinds = {type(x) for x in examples}                    # NoneType where None is
     if float in kinds or kinds <= {type(None)}:            # an int for a float, a number for None
         kinds |= {int, float}
-    positive = all(x > 0 for x in known if type(x) in (int, float))
+    positive = all(type(x) in (int, float) and x > 0 for x in known)   # numbers, all > 0
     want = (f"one of {', '.join(choices)}" if choices else "a positive number or none" if not known
-            else f"{'a positive' if positive else 'a'} {type(known[0]).__name__} like {known[0]!r}")
+            else f"a{' positive' * positive} {type(known[0]).__name__} like {json.dumps(known[0])}")
     values = value if isinstance(value, list) else [value]
     for v in values:
         if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
