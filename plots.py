@@ -228,7 +228,7 @@ def fig_tradeoff(records, path):
 def fig_b_agree(records, path):
     """Predicted against measured accuracy, +-1 sd over draws (experiments.agreement_rows)."""
     rows = ex.agreement_rows(records)
-    fig, ax = plt.subplots(figsize=(4.6, 4.4))
+    fig, ax = plt.subplots(figsize=(4.6, 5.6))
     ax.plot([0, 1], [0, 1], color="gray", lw=1, label="predicted = measured")
     sets = (("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
             ("hidden (chosen after the formula was fixed)", "^", "C2"))
@@ -240,7 +240,7 @@ def fig_b_agree(records, path):
                     [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
     ax.set(xlabel="measured accuracy (mean ± sd over draws)",
            xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
-    ax.legend(fontsize="small", title="three steps", title_fontsize="small", loc="upper left")
+    ax.legend(fontsize="small", title="three steps", loc="upper center", bbox_to_anchor=(.5, -.14))
     return fig
 
 
