@@ -27,8 +27,7 @@ def by_scale(small, **changes):
             "full": dict(small, **changes.get("full", {}))}
 
 
-# ----------------------------------------------------------------------------- fig5 (A5)
-HELP["fig5"] = "paper A Fig. 5: sequential learning and the hallucination stage"
+HELP["fig5"] = "paper A Fig. 5 (setup A5): sequential learning and the hallucination stage"
 
 FIG5 = by_scale(dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps=8192,
                      n_test=4096, eval_every=64, dtype="float32", seeds=5),
@@ -103,8 +102,7 @@ def fig5_summary(records):
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- linear (A1)
-HELP["linear"] = "paper A Fig. 1 left: linear associative memory, trained and Hebbian"
+HELP["linear"] = "paper A Fig. 1 left (setup A1): linear associative memory, trained and Hebbian"
 
 LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ratio=1.03,
                        c_lo=4.0, c_hi=0.8, dmax=256),
@@ -122,6 +120,7 @@ def linear_configs(g, seed):
         if g["c_lo"] is not None:
             lo = max(2, int(theory.linear_capacity_N(d, g["c_lo"])))
             hi = min(hi, int(theory.linear_capacity_N(d, g["c_hi"])) + 1)
+        lo, hi = sorted((lo, hi))         # N falls as c grows: c_lo > c_hi, else they swap
         out += [{"d": d, "seed": s, "lr": g["lr"], "steps": g["steps"], "ratio": g["ratio"],
                  "lo": lo, "hi": hi} for s in range(seed, seed + g["seeds"])]
     return out
@@ -193,8 +192,7 @@ def seed_interval(groups, stat, resamples=1000, seed=0):
     return [float(v) for v in np.nanpercentile(stats, [2.5, 97.5])]
 
 
-# ----------------------------------------------------------------------------- mlp (A2)
-HELP["mlp"] = "paper A Fig. 1 right, Fig. 6: MLP associative memory capacity"
+HELP["mlp"] = "paper A Fig. 1 right, Fig. 6 (setup A2): MLP associative memory capacity"
 
 MLP = by_scale(dict(d=[8, 11, 16], alpha=[1, 2, 4, 8], M=[None, 32], max_md=1024, seeds=3,
                     lr=0.03, steps=2048, patience=256, ratio=1.04, dmax=90, dtype="float32"),
@@ -253,8 +251,7 @@ def mlp_summary(records):
     return fits_text("mlp", mlp_fits(records))
 
 
-# ----------------------------------------------------------------------------- facts (A3, A4)
-HELP["facts"] = "paper A Fig. 4 left: facts stored vs parameters of the transformer"
+HELP["facts"] = "paper A Fig. 4 left (A3, A4): facts stored vs parameters of the transformer"
 
 FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
                       steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
@@ -333,8 +330,7 @@ def facts_summary(records):
     return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
 
 
-# ----------------------------------------------------------------------------- families (A4)
-HELP["families"] = "paper A: facts vs parameters, attention- or MLP-dominated"
+HELP["families"] = "paper A (A4): facts vs parameters, attention- or MLP-dominated"
 
 PER_FAMILY = ("a", "b", "H")      # facts' fields that each family sets
 FAMILIES = by_scale(dict({k: v for k, v in FACTS["small"].items() if k not in PER_FAMILY},
@@ -356,8 +352,7 @@ def families_configs(g, seed):
 families_one, families_summary = facts_one, facts_summary    # the same runs, per family
 
 
-# ----------------------------------------------------------------------------- tradeoff (A4)
-HELP["tradeoff"] = "paper A Fig. 4 right: attention vs MLP parameters, fixed facts"
+HELP["tradeoff"] = "paper A Fig. 4 right (A4): attention vs MLP parameters, fixed facts"
 
 TRADEOFF = by_scale(dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16, 64, 256], D=8,
                          T=32, lrs=[3e-2, 1e-2], steps=1500, batch=256, eval_every=50, patience=300,
@@ -502,7 +497,6 @@ def paired_table(base, records, name, against):
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- b_agree
 HELP["b_agree"] = "paper B: predicted vs measured accuracy of three steps"
 
 def _points(*rows):
@@ -539,6 +533,10 @@ def b_agree_configs(g, seed):
     """One config per point (`draws` draws, `hidden_draws` if hidden); q, m default to 10, none."""
     pts = [(p, False, g["draws"]) for p in g["points"]]
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
+    for p, _, n in pts:                                # n: draws, or hidden_draws if hidden
+        if n < 2 or not {"V", "d", "L", "N"} <= set(p) <= {"V", "d", "L", "N", "q", "m"}:
+            raise ValueError(f"need draws, hidden_draws >= 2 and points with keys V, d, L, N "
+                             f"(q, m optional); got draws = {n} for {p}")
     version = theory_version()
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p.get("q", 10.0),
                          m=p.get("m"), n_test=g["n_test"], theory=version,
@@ -603,7 +601,6 @@ def agreement_stats(rows, name):
             f"{within} of {n} within 30%")
 
 
-# ----------------------------------------------------------------------------- b_embed
 HELP["b_embed"] = "paper B: one-hot (d = V + 2) vs random embeddings"
 
 B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
@@ -622,7 +619,6 @@ def b_embed_summary(records):
     return paired_table(one, [r for r in records if r is not one], "random d={d}", "one-hot")
 
 
-# ----------------------------------------------------------------------------- b_mlp
 HELP["b_mlp"] = "paper B: attention only vs + fixed MLP, three steps and Adam"
 
 B_MLP = by_scale(dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=10.0,
@@ -664,7 +660,6 @@ def b_mlp_summary(records):
     return "\n".join(out)
 
 
-# ----------------------------------------------------------------------------- b_scaling
 HELP["b_scaling"] = "paper B: N* against d, L and V at d < V for three learners"
 
 B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,

@@ -2,6 +2,7 @@
 records train.py wrote (train.load_records) and theory.py's curves.
 
     python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]"""
+import json
 import os
 
 import matplotlib
@@ -383,7 +384,8 @@ FIGURES = {name: globals()[f"fig_{name}"] for name in ex.EXPERIMENTS}   # name -
 def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     """Draw figure `name` from the last run at `scale` (None: the newest) in `results` into
     `path`, by default figures/<name>.png (fig5: fig5_sequential.png), in figures/<scale>/ at a
-    scale other than small; returns the file.  FileNotFoundError if there is nothing to draw."""
+    scale other than small, in `results` for a run with --set or another results folder (never
+    over the repository's figures); returns the file.  FileNotFoundError: nothing to draw."""
     records, listed = train.load_records(results, name, scale)
     if not records:
         run = f"python train.py {name}" + (f" --scale {scale}" if scale else "") + (
@@ -391,15 +393,17 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
         raise FileNotFoundError(f"nothing to draw for {name} at scale {scale or '(any)'} in "
                                 f"{results}/{name}/: run `{run}` first")
     folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
+    folder = results if results != train.RESULTS or listed["set"] else folder   # custom: beside
     default = "fig5_sequential.png" if name == "fig5" else f"{name}.png"
     path = path or os.path.join(folder, default)
     path += "" if os.path.splitext(path)[1] else ".png"          # what savefig writes
     with plt.rc_context(TALK if talk else STYLE):
         fig = FIGURES[name](records, path)
-        sets = "".join(f", --set {k}={v}" for k, v in listed["set"].items())   # a header line
-        fig.text(0.01, 1.0, f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
-                 f"{len(listed['keys'])} runs{sets}", fontsize="x-small", color="0.35",
-                 va="bottom")                                       # names the record set
+        sets = "".join(f", --set {k}={json.dumps(v)}" for k, v in listed["set"].items())
+        head = (f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
+                f"{len(listed['keys'])} runs{sets}")                # a header: the record set
+        fig.text(0.01, 1.0, head if len(head) <= 80 else head[:77] + "...", fontsize="x-small",
+                 color="0.35", va="bottom")
         fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         fig.savefig(path, bbox_inches="tight")
@@ -412,7 +416,8 @@ def main(argv=None):
     p.add_argument("experiments", nargs="*", metavar="EXPERIMENT",
                    help=f"any of {', '.join(FIGURES)} (default: every one with results)")
     p.add_argument("--results", default=train.RESULTS, help="results folder (default: results)")
-    p.add_argument("--out", help="figure file (one EXPERIMENT only; default: figures/...png)")
+    p.add_argument("--out", help="figure file (one EXPERIMENT only; default: figures/..., or "
+                   "RESULTS/... for a run with --set or another results folder)")
     p.add_argument("--scale", choices=list(ex.SCALES) + ["custom"],
                    help="draw the last run at this scale (default: the newest run)")
     p.add_argument("--talk", action="store_true", help="larger type and lines, for a projector")

@@ -661,10 +661,31 @@ def test_set_overrides_fields_and_the_fields_computed_from_them():
     r = run_cli("linear", "--scale", "tiny", "--set", "d=[8, 8]", "--list")   # duplicates once
     assert len(r.stdout.splitlines()) == 2
     assert train.parse_value("d", "[8, 16]", [4]) == [8, 16]
-    r = run_cli("b_agree", "--scale", "tiny", "--set", 'points=[{"V": 16, "d": 8, "L": 4, "N": 99}]',
-                "--list")                                 # q and m left out: their defaults
+    r = run_cli("b_agree", "--scale", "tiny", "--list",
+                "--set", 'points=[{"V": 16, "d": 8, "L": 4, "N": 99}]')   # q, m: their defaults
     cfg = json.loads(r.stdout.splitlines()[0].split("\t")[2])
     assert (cfg["V"], cfg["Ns"], cfg["q"], "m" in cfg) == (16, [99], 10.0, False)
+
+
+def test_set_checks_b_agree_points_and_orders_the_linear_bracket():
+    grid = ex.B_AGREE["tiny"]
+    for bad in ({"V": 16, "d": 8, "L": 4, "n": 99}, {"V": 16, "d": 8, "L": 4, "N": 99, "Q": 4}):
+        with pytest.raises(ValueError, match="keys V, d, L, N"):
+            ex.b_agree_configs(dict(grid, points=[bad]), 0)
+    with pytest.raises(ValueError, match="draws = 1"):
+        ex.b_agree_configs(dict(grid, hidden_draws=1), 0)
+    swapped = ex.linear_configs(dict(ex.LINEAR["tiny"], c_lo=0.1), 0)      # c_lo below c_hi
+    assert all(c["lo"] <= c["hi"] for c in swapped)
+
+
+def test_a_custom_run_is_drawn_beside_its_records_not_over_figures(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                     # figures/ would be created here if used
+    configs = [_tiny_fig5(0)]
+    train.sweep("fig5", configs, ex.fig5_one, "res", overrides={"steps": 64})
+    assert plots.draw("fig5", "res") == os.path.join("res", "fig5_sequential.png")
+    train.sweep("fig5", configs, ex.fig5_one, train.RESULTS, overrides={"steps": 64})   # --set
+    assert plots.draw("fig5") == os.path.join(train.RESULTS, "fig5_sequential.png")
+    assert not os.path.exists("figures")
 
 
 def test_set_error_shows_the_example_as_json_and_says_positive_only_for_numbers():
