@@ -533,10 +533,10 @@ def b_agree_configs(g, seed):
     """One config per point (`draws` draws, `hidden_draws` if hidden); q, m default to 10, none."""
     pts = [(p, False, g["draws"]) for p in g["points"]]
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
-    for p, _, n in pts:                                # n: draws, or hidden_draws if hidden
-        if n < 2 or not {"V", "d", "L", "N"} <= set(p) <= {"V", "d", "L", "N", "q", "m"}:
-            raise ValueError(f"need draws, hidden_draws >= 2 and points with keys V, d, L, N "
-                             f"(q, m optional); got draws = {n} for {p}")
+    for p, _, _ in pts:                                # draws_config checks the draws
+        ok = all(type(v) in (int, float) and v > 0 or k == "m" and v is None for k, v in p.items())
+        if not ok or not {"V", "d", "L", "N"} <= set(p) <= {"V", "d", "L", "N", "q", "m"}:
+            raise ValueError(f"a point has positive numbers V, d, L, N, optionally q, m; got {p}")
     version = theory_version()
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p.get("q", 10.0),
                          m=p.get("m"), n_test=g["n_test"], theory=version,
