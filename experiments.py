@@ -412,11 +412,13 @@ def tradeoff_fits(records):
 def tradeoff_summary(records):
     c, cells = records[0]["config"], tradeoff_cells(records)
     attn, mlp = sorted({a for a, _ in cells}), sorted({m for _, m in cells}, reverse=True)
-    rows = [f"| MLP \\ attention (seeds: {len({r['config']['seed'] for r in records})}) | "
+    seeds = len({r["config"]["seed"] for r in records})
+    rows = [f"| MLP \\ attention (seeds: {seeds}) | "
             + " | ".join(f"{a} (H={a // (c['d'] * c['dh'])})" for a in attn) + " |",
             "|---" * (len(attn) + 1) + "|"]
+    cell = "{:.3f} ± {:.3f}" if seeds > 1 else "{:.3f}"          # mean ± sd over seeds
     for m in mlp:
-        accs = ["{:.3f} ± {:.3f}".format(*cells[a, m]) if (a, m) in cells else "" for a in attn]
+        accs = [cell.format(*cells[a, m]) if (a, m) in cells else "" for a in attn]
         rows.append(f"| {m} (m={m // c['d']}) | " + " | ".join(accs) + " |")
     return "\n".join(rows) + "\n" + fits_text("tradeoff", tradeoff_fits(records))
 

@@ -193,8 +193,8 @@ def fig_tradeoff(records, path):
     xe, ye = edges(attn), edges(mlp)
     fig, ax = plt.subplots(figsize=(6.6, 5.2))
     mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax).set_label(f"accuracy on fresh prompts, mean of "
-                                        f"{len({r['config']['seed'] for r in records})} seeds")
+    seeds = len({r["config"]["seed"] for r in records})
+    fig.colorbar(mesh, ax=ax).set_label(f"accuracy on fresh prompts, mean over seeds (n = {seeds})")
     for i, j in np.ndindex(acc.shape):      # values on their cell's colour, above every line
         ax.text(attn[j], mlp[i], f"{acc[i, j]:.3f}", ha="center", va="center", fontsize="small",
                 zorder=5, color="w" if acc[i, j] < 0.6 else "k",

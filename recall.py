@@ -461,11 +461,9 @@ def _check_int(name, value, lo=1):
 def _check_tokens(name, x, n_vocab, ndim):
     x = np.asarray(x)
     if x.ndim != ndim or not np.issubdtype(x.dtype, np.integer):
-        raise ValueError(f"{name} must be a {ndim}-d integer array, got shape {x.shape} "
-                         f"dtype {x.dtype}")
+        raise ValueError(f"{name} must be a {ndim}-d integer array, got {x.shape} {x.dtype}")
     if x.size and (x.min() < 0 or x.max() >= n_vocab):
-        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): "
-                         f"min {x.min()}, max {x.max()}")
+        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): {x.min()}..{x.max()}")
     return x
 
 
@@ -474,8 +472,7 @@ def _check_params(name, params, shapes):
         raise ValueError(f"{name} params must have keys {sorted(shapes)}, got {sorted(params)}")
     for k, shape in shapes.items():
         if np.shape(params[k]) != shape:
-            raise ValueError(f"{name} params[{k!r}] must have shape {shape}, "
-                             f"got {np.shape(params[k])}")
+            raise ValueError(f"{name} params[{k!r}] must be {shape}, got {np.shape(params[k])}")
 
 
 def _retrieval_inputs(params, fixed, inputs):

@@ -387,7 +387,8 @@ def parse_value(key, text, current, choices=None):
     for v in values:
         if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
                 choices and v not in choices):
-            raise ValueError(f"--set {key}={text}: expected {want}")
+            raise ValueError(f"--set {key}={text}: expected {want}"
+                             + (" (as JSON)" if value is text and not choices else ""))
     if known and all(type(x) is float for x in known):    # 1000 and 1000.0: one config, not two
         values = [v if v is None else float(v) for v in values]
     return values if isinstance(current, list) else values[0]
