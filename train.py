@@ -456,8 +456,8 @@ def main(argv=None):
     if args.only is None:
         print(e["summary"](records))
     print(f"{name}: {len(records)} record{'s' * (len(records) != 1)} in {args.out}/{name}/ "
-          f"({time.time() - t0:.1f}s); draw them: python plots.py {name} --scale {args.scale} "
-          f"--results {args.out}")
+          f"({time.time() - t0:.1f}s); draw them: python plots.py {name} --scale {args.scale}"
+          + (f" --results {args.out}" if args.out != RESULTS else ""))
 
 
 if __name__ == "__main__":
