@@ -501,6 +501,7 @@ def paired_table(base, records, name, against):
 
 HELP["b_agree"] = "paper B: predicted vs measured accuracy of three steps"
 
+
 def _points(*rows):
     return [dict(zip(("V", "d", "L", "N", "q", "m"), row)) for row in rows]
 
