@@ -855,6 +855,16 @@ def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
     assert mean < fresh                               # the skewed bias costs accuracy on average
 
 
+def test_row_spread_weighs_the_frozen_bias_alone():
+    """lam = 1 + row_spread (1/d + 2/V) scales the frozen bias only: with it the mean falls, the
+    fresh-noise formula (no frozen part) does not move, and row_spread = 0 is the bare formula."""
+    args = (128, 8000, 64, 8, 10.0)
+    lifted, bare = (theory.retrieval_accuracy_frozen(*args, row_spread=r)[0] for r in (1.5, 0.0))
+    assert lifted < bare - 0.005
+    assert theory.retrieval_accuracy(*args) == theory.retrieval_accuracy_frozen(
+        *args, draws=1, fresh=True, n_z=48, row_spread=0.0)[0]
+
+
 def test_coverage_bound_by_hand():
     assert theory.coverage_bound(2, 1) == pytest.approx(0.75)        # 1 - (1/2)(1/2)
     assert theory.coverage_bound(10, 0) == pytest.approx(0.1)        # nothing seen: chance
