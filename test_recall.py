@@ -661,10 +661,12 @@ def test_set_overrides_fields_and_the_fields_computed_from_them():
     r = run_cli("linear", "--scale", "tiny", "--set", "d=[8, 8]", "--list")   # duplicates once
     assert len(r.stdout.splitlines()) == 2
     assert train.parse_value("d", "[8, 16]", [4]) == [8, 16]
-    r = run_cli("b_agree", "--scale", "tiny", "--list",
-                "--set", 'points=[{"V": 16, "d": 8, "L": 4, "N": 99}]')   # q, m: their defaults
+    r = run_cli("b_agree", "--scale", "tiny", "--list", "--set", "points=[]",   # as the README
+                "--set", 'hidden=[{"V": 16, "N": 99, "d": 8, "L": 4}]')   # q, m: their defaults
     cfg = json.loads(r.stdout.splitlines()[0].split("\t")[2])
-    assert (cfg["V"], cfg["Ns"], cfg["q"], "m" in cfg) == (16, [99], 10.0, False)
+    assert (cfg["V"], cfg["Ns"], cfg["q"], "m" in cfg, cfg["hidden"], cfg["draws"]) == (
+        16, [99], 10.0, False, True, ex.B_AGREE["tiny"]["hidden_draws"])
+    assert len(r.stdout.splitlines()) == 1
 
 
 def test_set_checks_b_agree_points_and_orders_the_linear_bracket():
