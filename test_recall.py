@@ -464,6 +464,7 @@ def test_cli_list_and_only(tmp_path):
     assert r.returncode == 0 and r.stdout.startswith("0\ttodo\t")
     r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--only", "0")
     assert r.returncode == 0 and len(train.load_records(str(tmp_path), "fig5")[0]) == 1
+    assert "configuration 0 done; a run without --only runs the others" in r.stdout
     r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--list")
     assert r.stdout.startswith("0\tdone\t")
     r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--only", "0")
@@ -858,7 +859,7 @@ def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
 
 
 def test_row_spread_weighs_the_frozen_bias_alone():
-    """lam = 1 + row_spread (1/d + 2/V) scales the frozen bias only: with it the mean falls, the
+    """lift = 1 + row_spread (1/d + 2/V) scales the frozen bias only: with it the mean falls, the
     fresh-noise formula (no frozen part) does not move, and row_spread = 0 is the bare formula."""
     args = (128, 8000, 64, 8, 10.0)
     lifted, bare = (theory.retrieval_accuracy_frozen(*args, row_spread=r)[0] for r in (1.5, 0.0))

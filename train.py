@@ -453,8 +453,8 @@ def main(argv=None):
         sys.stderr.write(f"\n{name}: interrupted; finished runs are saved in {args.out}/{name}/,"
                          " rerun to continue\n")
         sys.exit(130)
-    if args.only is None:
-        print(e["summary"](records))
+    print(e["summary"](records) if args.only is None else f"{name}: configuration {args.only} "
+          "done; a run without --only runs the others and prints the summary")
     print(f"{name}: {len(records)} record{'s' * (len(records) != 1)} in {args.out}/{name}/ "
           f"({time.time() - t0:.1f}s); draw them: python plots.py {name} --scale {args.scale}"
           + (f" --results {args.out}" if args.out != RESULTS else ""))
