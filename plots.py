@@ -399,11 +399,11 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
     path += "" if os.path.splitext(path)[1] else ".png"          # what savefig writes
     with plt.rc_context(TALK if talk else STYLE):
         fig = FIGURES[name](records, path)
-        sets = "".join(f", --set {k}={json.dumps(v)}" for k, v in listed["set"].items())
-        head = (f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
-                f"{len(listed['keys'])} runs{sets}")                # a header: the record set
-        fig.text(0.01, 1.0, head if len(head) <= 80 else head[:77] + "...", fontsize="x-small",
-                 color="0.35", va="bottom")
+        head = [f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
+                f"{len(listed['keys'])} runs"]                      # a header: the record set,
+        head += [f"--set {k}={json.dumps(v)}" for k, v in listed["set"].items()]   # a line each
+        fig.text(0.01, 1.0, "\n".join(h if len(h) <= 80 else h[:77] + "..." for h in head),
+                 fontsize="x-small", color="0.35", va="bottom")
         fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         fig.savefig(path, bbox_inches="tight")

@@ -744,6 +744,7 @@ def test_figure_draws_the_chosen_record_set_not_a_stray_record(tmp_path, monkeyp
         plots.draw("fig5", str(tmp_path), scale, str(tmp_path / "f.png"))   # None: the newest
         assert drawn["y"] == rec["result"]["total"] and rec["result"]["total"] != [7.0, 7.0]
         assert drawn["head"].startswith(f"fig5: scale {scale or 'tiny'}, 1 of 1 runs")
+        assert drawn["head"].endswith("runs\n--set steps=10\n--set seeds=1")   # a line each
 
 
 # ----------------------------------------------------------------------------- paper B experiments
