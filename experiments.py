@@ -582,7 +582,7 @@ def b_agree_summary(records):
         lines.append(f"| {'hidden' if w['hidden'] else 'tuning'} | "
                      + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
-                     f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {round(w['pred'] - w['meas'], 3) + 0:+.3f} | "
+                     f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {w['pred'] - w['meas']:+.3f} | "
                      f"{w['sd_b']:.3f} | {w['fresh']:.3f} |")
     for name in ("tuning", "hidden"):
         w = [r for r in rows if r["hidden"] == (name == "hidden")]
