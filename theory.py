@@ -179,7 +179,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
                 T = mlp_terms(T, V, d, m, pt, n2t, z2)
-        v_c = A * ((pt * pt * et2 + ft * Kt) ** 2 - (ft * Kt) ** 2) / S ** 2  # own count: S spread
+        v_c = A * (pt * pt * et2 + ft * Kt) ** 2 / S ** 2    # own count ~ Poisson(A): S spread
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p * et2 / S   # (nodes,)
         nodes[-1].update(T=T, f=ft, nu2=n2t, v_c=v_c, c=c)
     return nodes, wx
@@ -192,7 +192,7 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
 
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
-                              fresh=False, n_z=16, row_spread=1.5):
+                              fresh=False, n_z=16, row_spread=2.0):
     """[ours] Predicted test accuracy (MODEL.md 4.6-4.7): (mean, sd) over `draws` frozen biases
     b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + row_spread (1/d + 2/V)
     (fitted: sf varies over rows), fresh noise sf^2, distractors' labels c_v; n_z nodes in Z:
