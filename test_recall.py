@@ -1241,3 +1241,21 @@ def test_signal_matches_the_mean_lead_of_three_steps():
         S = sum(t["w"] * t["S"] for t in theory._token_nodes(V, N, d, L, 10.0, z2=z2)[0])
         off.append(lead.mean() * N - S)             # WV = M / N: lead * N has the units of S
     assert abs(np.mean(off)) / (N / V) < 0.035
+
+def test_own_count_moves_both_parts_of_the_lead():
+    """MODEL.md 4.5: the correct label's lead grows per training sample of its label by the whole
+    per-count signal p^2 (1 - 1/d) + f K (e_t.e_t and the trigger part), which sets the token
+    spread v_c = A (p^2 (1 - 1/d) + f K)^2 / S^2. Saturated: 2; the earlier 3V/N spread meant
+    sqrt(3). Measured over 8 draws: 2.01 +- 0.06 (standard error)."""
+    V, d, L, N, slopes = 64, 256, 4, 640, []
+    for k in range(8):
+        task = rc.make_retrieval(V, d, L, np.random.default_rng([k, 7]))
+        fixed = rc.retrieval_fixed(task)
+        tr, test = (rc.sample_retrieval(task, n, np.random.default_rng([k, n])) for n in (N, 4000))
+        logits, _ = rc.retrieval_forward(train.three_step_limit(fixed, *tr, 10.0), fixed, test[:2])
+        rows, y = np.arange(len(test[2])), test[2]
+        lead = (logits[rows, y] - (logits.sum(1) - logits[rows, y]) / (V - 1)) * N   # units of S
+        slopes.append(np.polyfit(np.bincount(tr[2], minlength=V)[y], lead, 1)[0])
+    t = min(theory._token_nodes(V, N, d, L, 10.0)[0], key=lambda t: abs(t["x"]))   # typical
+    weight = t["S"] * np.sqrt(t["v_c"] / (N / V))
+    assert abs(np.mean(slopes) - weight) < 0.15 and np.mean(slopes) > 1.85 > np.sqrt(3)
