@@ -1226,36 +1226,39 @@ def test_adam_settings_do_not_rerun_other_learners():
         assert {c["steps"] for c in after if c["method"] == "adam"} == {99}
 
 
+def _three_step_leads(V, d, L, N, n_test, draws):
+    """Per draw k: the fixed arrays, the training set, the test labels and N times the lead of the
+    correct logit over the mean wrong one (WV = M / N: units of S), three steps at q = 10."""
+    for k in range(draws):
+        task = rc.make_retrieval(V, d, L, np.random.default_rng([k, 7]))
+        fixed = rc.retrieval_fixed(task)
+        tr, test = (rc.sample_retrieval(task, n, np.random.default_rng([k, n]))
+                    for n in (N, n_test))
+        logits, _ = rc.retrieval_forward(train.three_step_limit(fixed, *tr, 10.0), fixed, test[:2])
+        rows, y = np.arange(len(test[2])), test[2]
+        yield fixed, tr, y, (logits[rows, y] - (logits.sum(1) - logits[rows, y]) / (V - 1)) * N
+
+
 def test_signal_matches_the_mean_lead_of_three_steps():
     """MODEL.md 4.4: the correct logit leads the mean wrong one by S on average over tokens. The
     earlier S counted e_t's part along z_trig twice, A/d too much: 0.051 off here, where S is
     0.020 off (draws differ by 0.058, so 24 draws resolve about 0.012)."""
     V, d, L, N, off = 256, 32, 4, 25600, []
-    for k in range(24):
-        task = rc.make_retrieval(V, d, L, np.random.default_rng([k, 7]))
-        fixed = rc.retrieval_fixed(task)
-        tr, test = (rc.sample_retrieval(task, n, np.random.default_rng([k, n])) for n in (N, 2000))
-        logits, _ = rc.retrieval_forward(train.three_step_limit(fixed, *tr, 10.0), fixed, test[:2])
-        rows, z2 = np.arange(len(test[2])), fixed["z_trig"] @ fixed["z_trig"]
-        lead = logits[rows, test[2]] - (logits.sum(1) - logits[rows, test[2]]) / (V - 1)
+    for fixed, _, _, lead in _three_step_leads(V, d, L, N, 2000, 24):
+        z2 = fixed["z_trig"] @ fixed["z_trig"]
         S = sum(t["w"] * t["S"] for t in theory._token_nodes(V, N, d, L, 10.0, z2=z2)[0])
-        off.append(lead.mean() * N - S)             # WV = M / N: lead * N has the units of S
+        off.append(lead.mean() - S)
     assert abs(np.mean(off)) / (N / V) < 0.035
+
 
 def test_own_count_moves_both_parts_of_the_lead():
     """MODEL.md 4.5: the correct label's lead grows per training sample of its label by the whole
     per-count signal p^2 (1 - 1/d) + f K (e_t.e_t and the trigger part), which sets the token
     spread v_c = A (p^2 (1 - 1/d) + f K)^2 / S^2. Saturated: 2; the earlier 3V/N spread meant
     sqrt(3). Measured over 8 draws: 2.01 +- 0.06 (standard error)."""
-    V, d, L, N, slopes = 64, 256, 4, 640, []
-    for k in range(8):
-        task = rc.make_retrieval(V, d, L, np.random.default_rng([k, 7]))
-        fixed = rc.retrieval_fixed(task)
-        tr, test = (rc.sample_retrieval(task, n, np.random.default_rng([k, n])) for n in (N, 4000))
-        logits, _ = rc.retrieval_forward(train.three_step_limit(fixed, *tr, 10.0), fixed, test[:2])
-        rows, y = np.arange(len(test[2])), test[2]
-        lead = (logits[rows, y] - (logits.sum(1) - logits[rows, y]) / (V - 1)) * N   # units of S
-        slopes.append(np.polyfit(np.bincount(tr[2], minlength=V)[y], lead, 1)[0])
+    V, d, L, N = 64, 256, 4, 640
+    slopes = [np.polyfit(np.bincount(tr[2], minlength=V)[y], lead, 1)[0]
+              for _, tr, y, lead in _three_step_leads(V, d, L, N, 4000, 8)]
     t = min(theory._token_nodes(V, N, d, L, 10.0)[0], key=lambda t: abs(t["x"]))   # typical
     weight = t["S"] * np.sqrt(t["v_c"] / (N / V))
     assert abs(np.mean(slopes) - weight) < 0.15 and np.mean(slopes) > 1.85 > np.sqrt(3)
