@@ -271,11 +271,11 @@ def bisect_log(pred, lo, hi, ratio=1.001, integer=False, at_lo=None):
     return lo, hi
 
 
-def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32):
+def critical_N(V, d, L, q, tau, m=None, z2=1.0, draws=32, seed=0):
     """[ours] N*: the smallest N whose predicted mean accuracy with the frozen label bias (`draws`
-    vectors; MODEL.md 4.8) reaches tau, to 1%; inf if none below 1e9 (3/d + 2V/d^2 can bar it)."""
+    vectors from `seed`; MODEL.md 4.8) reaches tau, to 1%; inf if none below 1e9 (3/d + 2V/d^2)."""
     def reaches(N):
-        return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws)[0] >= tau
+        return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=draws, seed=seed)[0] >= tau
     if not reaches(1e9):
         return math.inf
     return 1 if reaches(1) else bisect_log(reaches, 1, 1e9, ratio=1.01, at_lo=False)[1]
