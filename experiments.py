@@ -521,7 +521,7 @@ B_AGREE = by_scale(dict(points=_points(   # the last 24: examined to derive MODE
     hidden=_points(         # never used to tune the formula: d < V, chosen after it
     (48, 320, 24, 4), (80, 2800, 40, 8, 5), (104, 640, 52, 8, 5), (120, 13000, 60, 16, 8),
     (152, 7200, 48, 6, 6), (232, 12000, 96, 12), (280, 29000, 96, 24, 5), (400, 21000, 200, 8, 8)),
-    draws=40, hidden_draws=60, bias_draws=8, n_test=2000),
+    draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=2.0),   # theory's default
     tiny=dict(points=_points((16, 200, 16, 4), (16, 200, 16, 4, 10, 8)), draws=9,
               hidden=_points((24, 300, 12, 4, 5)), hidden_draws=3))
 
@@ -542,7 +542,8 @@ def b_agree_configs(g, seed):
             raise ValueError(f"a point has positive numbers V, d, L, N, optionally q, m; got {p}")
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p.get("q", 10.0),
                          m=p.get("m"), n_test=g["n_test"], theory=theory_version(),
-                         bias_draws=g["bias_draws"], hidden=hidden) for p, hidden, n in pts]
+                         bias_draws=g["bias_draws"], row_spread=g["row_spread"], hidden=hidden)
+            for p, hidden, n in pts]
 
 
 def b_agree_one(cfg):
@@ -550,10 +551,9 @@ def b_agree_one(cfg):
     (mean, sd over bias_draws bias vectors from rng [seed, k, 3]) and the fresh-noise formula."""
     res = draws_one(cfg)
     args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
-    res["predicted"] = [theory.retrieval_accuracy_frozen(*args, z2=z, draws=cfg["bias_draws"],
-                                                         n_test=cfg["n_test"],
-                                                         seed=[cfg["seed"], k, 3])
-                        for k, z in enumerate(res["z2"])]
+    res["predicted"] = [theory.retrieval_accuracy_frozen(
+        *args, z2=z, draws=cfg["bias_draws"], n_test=cfg["n_test"], seed=[cfg["seed"], k, 3],
+        row_spread=cfg["row_spread"]) for k, z in enumerate(res["z2"])]
     res["fresh"] = [theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]]
     return res
 

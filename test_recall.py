@@ -3,6 +3,7 @@
 Run with `make test` (it creates .venv and installs requirements.txt first).
 """
 import ast
+import inspect
 import json
 import math
 import os
@@ -857,6 +858,11 @@ def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
         assert s ** 2 >= a * (1 - a) * (1 / 128 + 1 / 2000) - 1e-12
     fresh = theory.retrieval_accuracy(128, 8000, 64, 8, 10.0)
     assert mean < fresh                               # the skewed bias costs accuracy on average
+
+
+def test_b_agree_uses_the_formula_s_row_spread():
+    default = inspect.signature(theory.retrieval_accuracy_frozen).parameters["row_spread"].default
+    assert ex.B_AGREE["small"]["row_spread"] == default
 
 
 def test_row_spread_weighs_the_frozen_bias_alone():
