@@ -214,7 +214,7 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
                                  + T.get("mlp_frozen", 0.0))
         sf = math.sqrt(sum(T.values()) - sb2)
         a = (1 + math.sqrt(sf ** 2 + 4 / d + t["v_c"] + sb2 * V / (V + d)) * z) / sf   # (nz,)
-        b = lift * math.sqrt(sb2) / sf * bias[:, :, None]                          # (draws, V-1, 1)
+        b = lift * math.sqrt(sb2) / sf * bias[:, :, None]                   # (draws, V-1, 1)
         lp = np.log(_Phi(a - b[:, n_comp:]) + 1e-300).sum(1)               # (draws, nz)
         comp = _Phi(a - (t["c"] / sf)[1::3, None] - b[:, :n_comp, :, None])  # every 3rd, symmetric
         lp += np.log(np.einsum("g,kcgz->kcz", wx[1::3] / wx[1::3].sum(), comp) + 1e-300).sum(1)
