@@ -287,8 +287,7 @@ def facts_one(cfg):
     S99 = train.bisect_capacity(lambda S: trial(S)["fresh99"], cfg["lo"], cfg["hi"], 1.0)
     P = theory.transformer_params(cfg["d"], cfg["H"], cfg["dh"], cfg["m"])
     return {"params": P, "S_fresh99": S99, "facts_fresh99": S99 * S99,
-            "lo_fails": not trial(S99)["fresh99"],
-            "hi_succeeds": S99 == train.WIDEN * cfg["hi"],
+            "lo_fails": not trial(S99)["fresh99"], "hi_succeeds": S99 == train.WIDEN * cfg["hi"],
             "trials": [memo[S] for S in sorted(memo)]}
 
 
@@ -430,14 +429,15 @@ DRAWS = {"tiny": 3, "small": 20}      # independent draws per point; paper B's f
 
 
 def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
-                 method="three_step", n_test=2000, Lmax=None, **extra):
-    """One paper-B config (steps and lr: Adam's only), checked so that a bad --set stops early."""
+                 method="three_step", n_test=2000, Lmax=None, dtype="float32", **extra):
+    """One paper-B config (steps, lr: Adam's only; dtype: MODEL.md 3), checked for a bad --set."""
     if draws < 2 or n_test < 1 or min(Ns, default=0) < 1 or (Lmax or L) < L:
         raise ValueError(f"need draws >= 2, n_test >= 1, every N >= 1 and Lmax >= L; got "
                          f"draws={draws}, n_test={n_test}, Ns={Ns}, L={L}, Lmax={Lmax}")
     extra = {k: v for k, v in extra.items() if method == "adam" or k not in ("steps", "lr")}
     cfg = {"V": V, "d": d, "L": L, "Ns": [int(N) for N in Ns], "seed": seed, "draws": draws,
-           "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L, **extra}
+           "q": q, "kind": kind, "method": method, "n_test": n_test, "Lmax": Lmax or L,
+           "dtype": "float64" if method == "gradinfo" else dtype, **extra}   # pinv: MODEL.md 3
     return cfg if m is None else dict(cfg, m=m)
 
 
@@ -449,7 +449,8 @@ def draws_one(cfg):
         rng = np.random.default_rng([cfg["seed"], k, 0])
         task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
                                  kind=cfg["kind"])
-        fixed, rng = rc.retrieval_fixed(task), np.random.default_rng([cfg["seed"], k, 1])
+        fixed = rc.retrieval_fixed(task, cfg["dtype"])
+        rng = np.random.default_rng([cfg["seed"], k, 1])
         if cfg.get("centred") and cfg.get("m"):
             features = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0)   # (V, m)
             fixed["mlp_centre"] = features.mean(0)

@@ -278,8 +278,7 @@ def fig_b_mlp(records, path):
     c = next(r["config"] for r in records if r["config"]["method"] == "three_step")
     V, N, L, q = c["V"], c["Ns"][0], c["L"], c["q"]
     ds = sorted({r["config"]["d"] for r in records})
-    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 4.4), sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(ds), figsize=(3.6 * len(ds), 4.4), sharey=True, squeeze=False)
     ms = sorted({r["config"]["m"] for r in records if "m" in r["config"]})
     arms = {(r["config"]["method"], r["config"]["d"], r["config"].get("m"), r["config"]["centred"]):
             np.array(r["result"]["accuracy"])[:, 0] for r in records}       # (draws,) each

@@ -140,9 +140,9 @@ def sample_retrieval(task, N, rng, Lmax=None):
     return tokens, pos, task["perm"][x]
 
 
-def retrieval_fixed(task):
-    """The frozen arrays of the retrieval model, as its `fixed` argument."""
-    return {k: task[k] for k in ("E", "U", "z_trig", "z_eos", "W_mlp") if k in task}
+def retrieval_fixed(task, dtype=np.float64):
+    """The frozen arrays of the retrieval model in dtype, as its `fixed` argument."""
+    return {k: task[k].astype(dtype) for k in ("E", "U", "z_trig", "z_eos", "W_mlp") if k in task}
 
 
 # ----------------------------------------------------------------------------- linear, MLP memory
@@ -443,7 +443,7 @@ def retrieval_backward(dlogits, cache):
     da[rows, pos] += dphi @ z_trig
     ds = a * (da - (a * da).sum(1, keepdims=True))           # a = softmax(s)
     # s_i = h_i . w  =>  dw = sum_{n,i} ds_ni h_ni, accumulated per vocabulary entry
-    dEw = np.bincount(tokens.ravel(), weights=ds.ravel(), minlength=len(E))   # (V,)
+    dEw = np.bincount(tokens.ravel(), weights=ds.ravel(), minlength=len(E)).astype(E.dtype)
     dw = E.T @ dEw + ds[rows, pos].sum() * z_trig            # (d,)
     return {"WKQ": np.outer(dw, fixed["z_eos"]), "WV": dWV}  # w = WKQ z_eos
 

@@ -1050,6 +1050,25 @@ def test_run_draws_one_runs_every_learner_on_paired_draws():
     assert res[4, "three_step"].mean() < res[64, "three_step"].mean() - 0.2
 
 
+def test_float32_draws_match_float64():
+    """Paper B's experiments run in float32 (MODEL.md 3): three steps' and Adam's accuracies equal
+    float64's to within one test sample per draw, and the learned weights stay float32;
+    gradient information stays in float64 (its pseudo-inverses are ill-conditioned at d ~ V)."""
+    for method, d, m, centred in (("three_step", 12, 32, True), ("three_step", 24, None, False),
+                                  ("adam", 12, None, False)):
+        acc = [np.array(ex.draws_one(ex.draws_config(
+            16, d, 4, [64, 512], 7, 3, q=5.0, m=m, method=method, n_test=300, steps=30, lr=0.05,
+            centred=centred, dtype=dt))["accuracy"]) for dt in ("float64", "float32")]
+        assert np.abs(acc[0] - acc[1]).max() <= 1 / 300 and acc[0].mean() > 0.2, (method, acc)
+    task = rc.make_retrieval(16, 8, 4, np.random.default_rng(0), m=8)
+    fixed = rc.retrieval_fixed(task, np.float32)
+    train_set = rc.sample_retrieval(task, 100, np.random.default_rng(1))
+    for params in (train.three_step_limit(fixed, *train_set, 5.0),
+                   train.retrieval_adam(fixed, *train_set, 3, 0.05)):
+        assert all(v.dtype == np.float32 for v in params.values())
+    assert ex.draws_config(16, 20, 4, [64], 0, 2, method="gradinfo")["dtype"] == "float64"
+
+
 def test_snr_accuracy_and_retrieval_snr_by_hand():
     """E Phi(Z)^(V-1) = 1/V (Phi(Z) is uniform); for V = 2, E Phi(s + Z) = Phi(s / sqrt 2);
     saturated attention gives sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d) (docstring's limit)."""

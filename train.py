@@ -58,9 +58,7 @@ def memoised(fn):
     cache = {}
 
     def call(n):
-        if n not in cache:
-            cache[n] = fn(n)
-        return cache[n]
+        return cache[n] if n in cache else cache.setdefault(n, fn(n))
     return call, cache
 
 
@@ -212,7 +210,8 @@ def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
 
 def zero_params(fixed):
     d, vdim = fixed["E"].shape[1], fixed.get("W_mlp", fixed["E"]).shape[1]   # vdim: m, or d
-    return {"WKQ": np.zeros((d, d)), "WV": np.zeros((vdim, d))}
+    dt = fixed["E"].dtype
+    return {"WKQ": np.zeros((d, d), dt), "WV": np.zeros((vdim, d), dt)}
 
 
 def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chunk=4096):
