@@ -119,9 +119,8 @@ def bench_linear_attention(dtype, B=1024, T=32):       # fig5's SGD step: (ours,
 
 def main(argv=None):
     argparse.ArgumentParser(description=__doc__).parse_args(argv)      # only --help
-    dtype = np.float32
     print(f"BLAS threads per process: {os.environ.get('OPENBLAS_NUM_THREADS')}")
-    A = np.random.default_rng(0).standard_normal((1024, 1024)).astype(dtype)
+    A = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
     gf = 2 * 1024 ** 3 / timeit(lambda: A @ A)[0] / 1e9
     print(f"float32; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
     jax_steps = [j for j in [jax_transformer_step()] if j is not None]
@@ -132,10 +131,10 @@ def main(argv=None):
     print("    d   ours ms  textbook ms  speed-up  GFLOP/s  % matmul"
           + ("    JAX ms JAX / ours" if jax_steps else ""))
     for d in [32, 64, 128]:
-        t, tn, g, tj = bench_transformer(d, dtype, jax_steps=jax_steps)
+        t, tn, g, tj = bench_transformer(d, np.float32, jax_steps=jax_steps)
         print(f"{d:>5} {1e3 * t:9.2f} {1e3 * tn:12.2f} {tn / t:8.1f}x {g:8.1f} {100 * g / gf:8.0f}%"
               + "".join(f" {1e3 * x:9.2f} {x / t:9.2f}x" for x in tj))
-    t, tn = bench_linear_attention(dtype)
+    t, tn = bench_linear_attention(np.float32)
     print(f"\nfig5 linear attention SGD step, B=1024, T=32, one-hot d=41: ours {1e3 * t:.2f} ms, "
           f"textbook {1e3 * tn:.2f} ms, speed-up {tn / t:.1f}x")
 

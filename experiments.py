@@ -538,9 +538,12 @@ def b_agree_configs(g, seed):
     pts = [(p, False, g["draws"]) for p in g["points"]]
     pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
     for p, _, _ in pts:                                # draws_config checks the draws
-        ok = all(type(v) in (int, float) and v > 0 or k == "m" and v is None for k, v in p.items())
-        if not ok or not {"V", "d", "L", "N"} <= set(p) <= {"V", "d", "L", "N", "q", "m"}:
-            raise ValueError(f"a point has positive numbers V, d, L, N, optionally q, m; got {p}")
+        bad = [k for k, v in p.items() if not (k == "m" and v is None or type(v) in
+                                                ((int, float) if k == "q" else (int,)) and v > 0)]
+        bad += (set(p) ^ {"V", "d", "L", "N"}) - {"q", "m"}          # unknown or missing keys
+        if bad:
+            raise ValueError(f"a point has integers V, d, L, N >= 1, optionally m >= 1, q > 0; "
+                             f"got {p}: check {', '.join(sorted(set(bad)))}")
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p.get("q", 10.0),
                          m=p.get("m"), n_test=g["n_test"], theory=theory_version(),
                          bias_draws=g["bias_draws"], row_spread=g["row_spread"], hidden=hidden)

@@ -235,10 +235,9 @@ def fig_b_agree(records, path):
             ("hidden (chosen after the formula was fixed)", "^", "C2"))
     for i, (label, fmt, col) in enumerate(sets):
         w = [r for r in rows if (2 if r["hidden"] else int(bool(r["key"][5]))) == i]
-        if not w:
-            continue
-        ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
-                    [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
+        if w:
+            ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
+                        [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
     ax.set(xlabel="measured accuracy (mean ± sd over draws)",
            xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
     ax.legend(fontsize="small", title="three steps", loc="upper center", bbox_to_anchor=(.5, -.14))

@@ -673,11 +673,15 @@ def test_set_overrides_fields_and_the_fields_computed_from_them():
 
 def test_set_checks_b_agree_points_and_orders_the_linear_bracket():
     grid = ex.B_AGREE["tiny"]
-    for bad in ({"V": 16, "d": 8, "L": 4, "n": 99}, {"V": 16, "d": 8, "L": 4, "N": 99, "Q": 4},
-                {"V": 16, "d": 8, "L": 4, "N": "99"}, {"V": 16, "d": 8, "L": 4, "N": 99, "q": -1}):
-        with pytest.raises(ValueError, match="positive numbers V, d, L, N, optionally q, m"):
+    point = {"V": 16, "d": 8, "L": 4, "N": 99}
+    for bad, named in ((dict(V=16, d=8, L=4, n=99), "N, n"), (dict(point, Q=4), "Q"),
+                       (dict(point, N="99"), "N"), (dict(point, q=-1), "q"),
+                       (dict(point, N=30.5), "N"), (dict(point, d=8.0), "d")):
+        with pytest.raises(ValueError, match="integers V, d, L, N >= 1, optionally m >= 1, q > 0; "
+                           f"got .*: check {named}$"):
             ex.b_agree_configs(dict(grid, points=[bad]), 0)
     assert ex.b_agree_configs(dict(grid, points=[{"V": 16, "d": 8, "L": 4, "N": 99, "m": None}]), 0)
+    assert ex.b_agree_configs(dict(grid, points=[{"V": 16, "d": 8, "L": 4, "N": 99, "q": 2.5}]), 0)
     with pytest.raises(ValueError, match="draws >= 2"):
         ex.b_agree_configs(dict(grid, hidden_draws=1), 0)
     swapped = ex.linear_configs(dict(ex.LINEAR["tiny"], c_lo=0.1), 0)      # c_lo below c_hi
