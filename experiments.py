@@ -535,19 +535,19 @@ def theory_version():
 
 def b_agree_configs(g, seed):
     """One config per point (`draws` draws, `hidden_draws` if hidden); q, m default to 10, none."""
-    pts = [(p, False, g["draws"]) for p in g["points"]]
-    pts += [(p, True, g["hidden_draws"]) for p in g["hidden"]]
-    for p, _, _ in pts:                                # draws_config checks the draws
+    version = theory_version()                         # once: every config carries it
+    for p in g["points"] + g["hidden"]:                # draws_config checks the draws
         bad = [k for k, v in p.items() if not (k == "m" and v is None or type(v) in
                                                 ((int, float) if k == "q" else (int,)) and v > 0)]
         bad += (set(p) ^ {"V", "d", "L", "N"}) - {"q", "m"}          # unknown or missing keys
         if bad:
             raise ValueError(f"a point has integers V, d, L, N >= 1, optionally m >= 1, q > 0; "
                              f"got {p}: check {', '.join(sorted(set(bad)))}")
-    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, n, q=p.get("q", 10.0),
-                         m=p.get("m"), n_test=g["n_test"], theory=theory_version(),
-                         bias_draws=g["bias_draws"], row_spread=g["row_spread"], hidden=hidden)
-            for p, hidden, n in pts]
+    return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed,
+                         g["hidden_draws" if hidden else "draws"], q=p.get("q", 10.0), m=p.get("m"),
+                         n_test=g["n_test"], theory=version, bias_draws=g["bias_draws"],
+                         row_spread=g["row_spread"], hidden=hidden)
+            for hidden in (False, True) for p in g["hidden" if hidden else "points"]]
 
 
 def b_agree_one(cfg):
