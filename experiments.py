@@ -458,21 +458,23 @@ def draws_one(cfg):
         train_set = rc.sample_retrieval(task, max(cfg["Ns"]), rng, cfg["Lmax"])
         test = rc.sample_retrieval(task, cfg["n_test"], np.random.default_rng([cfg["seed"], k, 2]),
                                    cfg["Lmax"])                   # whatever the N grid
-        runs = [learner_logits(cfg, fixed, [x[:N] for x in train_set], test) for N in cfg["Ns"]]
+        decode = train.gradinfo_decoder(fixed, cfg["L"]) if cfg["method"] == "gradinfo" else None
+        runs = [learner_logits(cfg, fixed, [x[:N] for x in train_set], test, decode)
+                for N in cfg["Ns"]]
         out["accuracy"].append([rc.accuracy(logits, test[2]) for logits, _ in runs])
         out["attention"].append([att for _, att in runs])
         out["z2"].append(float(fixed["z_trig"] @ fixed["z_trig"]))
     return out
 
 
-def learner_logits(cfg, fixed, train_set, test):
+def learner_logits(cfg, fixed, train_set, test, decode=None):
     """Train cfg["method"] on train_set ("three_step": eta -> 0 at query norm q; "gradinfo": the
-    first gradient alone): test logits (n_test, V), mean attention on the informative position."""
+    first gradient, read by the draw's decoder): test logits (n_test, V), attention on pos."""
     tokens, pos, labels = test
     rows = np.arange(len(pos))
     if cfg["method"] == "gradinfo":
         G = train.retrieval_grad(train.zero_params(fixed), fixed, *train_set)[1]["WV"]
-        decoded = train.gradinfo_decoder(fixed, G, cfg["L"])                     # (V,)
+        decoded = (decode or train.gradinfo_decoder(fixed, cfg["L"]))(G)          # (V,)
         return np.eye(cfg["V"])[decoded[tokens[rows, pos]]], math.nan
     if cfg["method"] == "adam":
         params = train.retrieval_adam(fixed, *train_set, cfg["steps"], cfg["lr"])

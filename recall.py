@@ -256,10 +256,11 @@ def transformer_textbook_backward(dlogits, cache):  # exercise 4
     return {"WQ": dWQ, "WK": dWK, "WV": dWV, "WO": dWO, "W1": dW1, "b1": db1, "W2": dW2}
 
 
-def _token_counts(tokens, V, dtype):
-    """n[b, v]: how often token v occurs in row b of tokens (B, T); (B, V) of dtype."""
+def _token_counts(tokens, V, dtype, weights=None):
+    """n[b, v]: how often token v occurs in row b of tokens (B, T), or the sum of its weights
+    there (weights: (B T,), raveled as tokens); (B, V) of dtype."""
     flat = (np.arange(len(tokens))[:, None] * V + tokens).ravel()
-    return np.bincount(flat, minlength=len(tokens) * V).reshape(-1, V).astype(dtype)
+    return np.bincount(flat, weights, minlength=len(tokens) * V).reshape(-1, V).astype(dtype)
 
 
 def transformer_forward(params, fixed, tokens):
@@ -410,16 +411,14 @@ def retrieval_forward(params, fixed, inputs):
     + a_pos z_trig.  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
-    N, V = len(tokens), len(E)
     w = params["WKQ"] @ fixed["z_eos"]                       # (d,)   the learned query
     s = (E @ w)[tokens]                                      # (N, L)  E[x] w == (E w)[x]
     s[rows, pos] += z_trig @ w
     a = softmax(s, axis=1)                                   # (N, L)
-    if tokens.shape[1] * 8 < V:                              # short rows: gather, N L d work
+    if tokens.shape[1] * 16 < len(E):                        # short rows: gather, N L d work
         phi = np.einsum("nl,nld->nd", a, E[tokens])
     else:                                                    # long rows: phi = C E, N V d work
-        C = np.bincount((rows[:, None] * V + tokens).ravel(), a.ravel(), N * V).reshape(N, V)
-        phi = C.astype(E.dtype) @ E
+        phi = _token_counts(tokens, len(E), E.dtype, a.ravel()) @ E   # C[n, v]: attention on v
     phi += np.outer(a[rows, pos], z_trig)                    # (N, d)
     g, P = _features(phi, fixed)
     Z = g @ params["WV"]                                     # (N, d)
@@ -436,7 +435,7 @@ def retrieval_backward(dlogits, cache):
         return {"WKQ": np.zeros_like(params["WKQ"]), "WV": dWV}
     dg = dZ @ params["WV"].T                                 # (N, d) or (N, m)
     dphi = dg if P is None else (dg * (P > 0)) @ fixed["W_mlp"].T   # g = relu(phi W_mlp) - c
-    if tokens.shape[1] * 8 < len(E):                         # phi = sum_i a_i h_i: e_{x_i}.dphi,
+    if tokens.shape[1] * 16 < len(E):                        # phi = sum_i a_i h_i: e_{x_i}.dphi,
         da = np.einsum("nld,nd->nl", E[tokens], dphi)        #   gathered as in the forward
     else:
         da = (dphi @ E.T)[rows[:, None], tokens]             #   or via (N, V), as C
@@ -477,8 +476,7 @@ def _check_params(name, params, shapes):
 
 def _retrieval_inputs(params, fixed, inputs):
     """Check the retrieval model's arguments; return tokens (N, L) and pos (N,)."""
-    d = fixed["E"].shape[1]
-    vdim = fixed["W_mlp"].shape[1] if "W_mlp" in fixed else d
+    d, vdim = fixed["E"].shape[1], fixed.get("W_mlp", fixed["E"]).shape[1]   # vdim: m, or d
     _check_params("retrieval", params, {"WKQ": (d, d), "WV": (vdim, d)})
     tokens = _check_tokens("tokens", inputs[0], len(fixed["E"]), 2)
     pos = _check_tokens("pos", inputs[1], tokens.shape[1], 1)

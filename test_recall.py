@@ -210,7 +210,7 @@ def test_fast_linear_attention_matches_textbook_forward_and_backward(kind):
 
 
 @pytest.mark.parametrize("m", [None, 9])
-@pytest.mark.parametrize("V", [12, 48])                  # pooled via (N, V), and gathered (L < V/8)
+@pytest.mark.parametrize("V", [12, 96])      # pooled via (N, V), and gathered (L < V/16)
 def test_retrieval_fast_and_textbook_match_naive_loops(m, V):
     """Both forms against the loop oracle, and the fast backward against the textbook one."""
     rng = np.random.default_rng(4)
@@ -810,7 +810,8 @@ def test_three_step_matches_naive_steps(m):
 @pytest.mark.parametrize("m, centred", [(None, False), (3, False), (3, True)])
 def test_three_step_limit_matches_three_step(m, centred):
     """The eta -> 0 form: the same query and, up to scale, the same WV2 as three_step at tiny eta
-    (also with the centred MLP), and the learner's logits are the forward pass's."""
+    (with an MLP, centred or not, it runs those steps); the learner's logits are the forward
+    pass's."""
     rng = np.random.default_rng(3)
     task = rc.make_retrieval(32, 16, 4, rng, m=m)
     fixed = rc.retrieval_fixed(task)
@@ -827,6 +828,29 @@ def test_three_step_limit_matches_three_step(m, centred):
     got, att = ex.learner_logits({"method": "three_step", "q": 4.0}, fixed, tr, test)
     np.testing.assert_array_equal(got, logits)
     assert 0.25 < att <= 1
+
+
+@pytest.mark.parametrize("V, d, L", [(40, 8, 16), (12, 20, 3)])
+def test_three_step_limit_counts_match_the_backward_pass(V, d, L):
+    """The counts form against the eta -> 0 steps through recall's own backward pass, each
+    gradient taken at its point with dZ = -(u_y - u_bar) / N (d < V and d > V; float64)."""
+    rng = np.random.default_rng(8)
+    task = rc.make_retrieval(V, d, L, rng)
+    fixed = rc.retrieval_fixed(task)
+    tokens, pos, labels = rc.sample_retrieval(task, 300, rng)
+    dZ = -(fixed["U"][labels] - fixed["U"].mean(0)) / len(labels)
+    model = {k: v for k, v in fixed.items() if k != "U"}               # logits at U = I: Z
+
+    def grad(WKQ, WV):
+        return rc.retrieval_backward(dZ, rc.retrieval_forward(
+            {"WKQ": WKQ, "WV": WV}, model, (tokens, pos))[1])
+    zero = np.zeros((d, d))
+    G0 = grad(zero, zero)["WV"]
+    G1 = grad(zero, -G0)["WKQ"]
+    WKQ1 = -2.0 * G1 / np.linalg.norm(G1 @ fixed["z_eos"])
+    got = train.three_step_limit(fixed, tokens, pos, labels, 2.0)
+    np.testing.assert_allclose(got["WKQ"], WKQ1, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got["WV"], -grad(WKQ1, zero)["WV"], rtol=1e-10, atol=1e-12)
 
 
 def test_sample_retrieval_shares_informative_tokens_across_L():
@@ -1032,7 +1056,7 @@ def test_gradinfo_decoder_reads_the_counts_when_d_exceeds_V():
         for i in range(L):
             C[tokens[n, i], labels[n]] += 1
     G = first_gradient(fixed, tokens, pos, labels)
-    np.testing.assert_array_equal(train.gradinfo_decoder(fixed, G, L), C.argmax(1))
+    np.testing.assert_array_equal(train.gradinfo_decoder(fixed, L)(G), C.argmax(1))
 
 
 def test_sample_retrieval_labels_by_perm():
@@ -1064,12 +1088,13 @@ def test_float32_draws_match_float64():
             16, d, 4, [64, 512], 7, 3, q=5.0, m=m, method=method, n_test=300, steps=30, lr=0.05,
             centred=centred, dtype=dt))["accuracy"]) for dt in ("float64", "float32")]
         assert np.abs(acc[0] - acc[1]).max() <= 1 / 300 and acc[0].mean() > 0.2, (method, acc)
-    task = rc.make_retrieval(16, 8, 4, np.random.default_rng(0), m=8)
-    fixed = rc.retrieval_fixed(task, np.float32)
-    train_set = rc.sample_retrieval(task, 100, np.random.default_rng(1))
-    for params in (train.three_step_limit(fixed, *train_set, 5.0),
-                   train.retrieval_adam(fixed, *train_set, 3, 0.05)):
-        assert all(v.dtype == np.float32 for v in params.values())
+    for m in (None, 8):
+        task = rc.make_retrieval(16, 8, 4, np.random.default_rng(0), m=m)
+        fixed = rc.retrieval_fixed(task, np.float32)
+        train_set = rc.sample_retrieval(task, 100, np.random.default_rng(1))
+        for params in (train.three_step_limit(fixed, *train_set, 5.0),
+                       train.retrieval_adam(fixed, *train_set, 3, 0.05)):
+            assert all(v.dtype == np.float32 for v in params.values())
     assert ex.draws_config(16, 20, 4, [64], 0, 2, method="gradinfo")["dtype"] == "float64"
 
 

@@ -234,32 +234,33 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
     return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
 
 
-def three_step_limit(fixed, tokens, pos, labels, query_norm, chunk=4096):
-    """three_step as eta -> 0 at query norm q (same argmax; MODEL.md): the softmax is uniform, so
-    the gradient reaches Z = g WV (logits = Z U^T) as dZ = -(u_y - u_bar) / N; backward from dZ:
-        WV1  = -eta G0               G0 = grad_WV at zero
-        WKQ1 = -gamma eta G1         G1 = grad_WKQ at WV = -G0 (= WV1 / eta), WKQ = 0
-        WV2  = WV1 - gamma G2        G2 = grad_WV at WKQ = WKQ1 (the WV1 term is O(eta))
-    gamma eta is set by |WKQ1 z_eos| = q, and WV2 = -G2 drops the positive scale gamma."""
-    N = len(labels)
-    dZ = -(fixed["U"][labels] - fixed["U"].mean(0)) / N            # (N, d)
-    model = {k: v for k, v in fixed.items() if k != "U"}           # its output is Z
-    parts = [slice(s, s + chunk) for s in range(0, N, chunk)]
+def three_step_limit(fixed, tokens, pos, labels, query_norm):
+    """three_step (above) as eta -> 0 at query norm q (same argmax; MODEL.md 3): with WV1 = O(eta)
+    the softmax over labels is 1/V, so dZ_n = -Uc[y_n] / N (Uc = U - u_bar) depends on the label
+    alone, and each sum over (n, i) of e_{x_ni} f(y_n) is E^T C f(Uc), C[v, y] the attention on v
+    in the rows labelled y: O(N L + V^2 d) work.  Returns WKQ1 and WV = -G2 (WV2 without its O(eta)
+    term, over gamma).  An MLP's features are not linear in C: with one it runs three_step."""
+    if "W_mlp" in fixed:
+        return three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)
+    E, U, z, z_eos = (fixed[k].astype(float) for k in ("E", "U", "z_trig", "z_eos"))
+    (N, L), V, rows = tokens.shape, len(E), np.arange(len(labels))
+    Uc, cell = U - U.mean(0), (tokens * V + labels[:, None]).ravel()   # (x, y) -> x V + y
 
-    def forward(params):                                            # one cache per chunk
-        return [rc.retrieval_forward(params, model, (tokens[r], pos[r]))[1] for r in parts]
-
-    def backward(caches, params=None):          # summed over chunks, at other weights if given
-        grads = [rc.retrieval_backward(dZ[r], dict(c, params=params or c["params"]))
-                 for r, c in zip(parts, caches)]
-        return {k: sum(g[k] for g in grads) for k in grads[0]}
-    zero = zero_params(fixed)
-    at_zero = forward(zero)             # at WKQ = 0 the features do not depend on WV
-    G0 = backward(at_zero)["WV"]
-    G1 = backward(at_zero, {"WKQ": zero["WKQ"], "WV": -G0})["WKQ"]
-    WKQ1 = -query_norm * G1 / np.linalg.norm(G1 @ fixed["z_eos"])
-    G2 = backward(forward({"WKQ": WKQ1, "WV": zero["WV"]}))["WV"]
-    return {"WKQ": WKQ1, "WV": -G2}
+    def grad_WV(a):               # -(1/N) sum_n phi_n Uc[y_n], phi_n = sum_i a_ni h_ni
+        C = np.bincount(cell, a.ravel(), V * V).reshape(V, V)               # C[v, y]
+        return -(E.T @ C + np.outer(z, np.bincount(labels, a[rows, pos], V))) @ Uc / N
+    G0 = grad_WV(np.full((N, L), 1.0 / L))                         # at zero: attention 1/L
+    dphi = Uc @ G0.T / N             # G1 = grad_WKQ at WV = -G0: dphi_n = dZ_n (-G0)^T = dphi[y_n]
+    da = (E @ dphi.T)[tokens, labels[:, None]]                     # (N, L)  h_ni . dphi_n
+    da[rows, pos] += (dphi @ z)[labels]
+    ds = (da - da.mean(1, keepdims=True)) / L                      # softmax backward at 1/L
+    dw = E.T @ np.bincount(tokens.ravel(), ds.ravel(), V) + ds[rows, pos].sum() * z
+    w = -query_norm * dw / np.linalg.norm(dw)      # the query WKQ1 z_eos: G1 = dw z_eos^T
+    WKQ1 = np.outer(w, z_eos) / (z_eos @ z_eos)
+    s = (E @ w)[tokens]                                            # scores, as the forward's
+    s[rows, pos] += z @ w
+    dt = fixed["E"].dtype                                          # float64 inside, as given out
+    return {"WKQ": WKQ1.astype(dt), "WV": -grad_WV(rc.softmax(s, axis=1)).astype(dt)}   # -G2
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
@@ -272,12 +273,12 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
     return params
 
 
-def gradinfo_decoder(fixed, G, L):
-    """[ours] A learner that sees only G = grad_WV at WV = WKQ = 0 (MODEL.md 3): token x's label is
-    argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) U_c^+, E~ = E + 1 z_trig^T / L, U_c = U - u_bar."""
+def gradinfo_decoder(fixed, L):
+    """[ours] decode(G): labels (V,) from G = grad_WV at zero alone (MODEL.md 3): token x's is
+    argmax_v C_hat[x, v], C_hat = (E~^T)^+ (-G) Uc^+, E~ = E + z_trig / L, Uc = U - u_bar."""
     E, U = fixed["E"], fixed["U"]
-    C_hat = np.linalg.pinv((E + fixed["z_trig"] / L).T) @ -G @ np.linalg.pinv(U - U.mean(0))
-    return C_hat.argmax(1)
+    left, right = np.linalg.pinv((E + fixed["z_trig"] / L).T), np.linalg.pinv(U - U.mean(0))
+    return lambda G: (left @ -G @ right).argmax(1)
 
 
 RESULTS = "results"         # the default folder of the records
