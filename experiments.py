@@ -254,7 +254,7 @@ HELP["facts"] = "paper A Fig. 4 left (A3, A4): facts stored vs parameters of the
 
 FACTS = by_scale(dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
                       steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
-                      prompts_per_fact=4, bracket=[0.07, 0.14], dtype="float32", dmax=64, seeds=3),
+                      prompts_per_fact=0, bracket=[0.07, 0.14], dtype="float32", dmax=64, seeds=3),
                  tiny=dict(d=[16, 20], steps=800, batch=128, patience=300, bracket=[0.025, 0.1],
                            seeds=1),
                  full=dict(d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25], b=[4, 2, 1, 0.5, 0.25],

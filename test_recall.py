@@ -588,6 +588,18 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
         assert res["S_fresh99"] >= 1 and not res["hi_succeeds"]
         assert res["facts_fresh99"] == res["S_fresh99"] ** 2
         assert res["lo_fails"] == (not res["trials"][0]["fresh99"])   # sorted by S: 1 failed
+        for t in res["trials"]:                      # a success stops at its first 99%
+            assert (t["runs"][-1]["steps"] == t["runs"][-1]["first_fresh99"]) == t["fresh99"]
+    c, S = recs[0]["config"], recs[0]["result"]["S_fresh99"]   # stopping changes nothing before
+    exact = []                                                   # checks of every fact, per run
+    sample = rc.sample_facts
+    monkeypatch.setattr(rc, "sample_facts", lambda *a: exact.append(len(a) > 3) or sample(*a))
+    runs = [train.transformer_run(S, dict(c, prompts_per_fact=k), c["lrs"][0]) for k in (4, 0)]
+    assert runs[1]["first_fresh99"] == runs[0]["first_fresh99"] == runs[1]["steps"]
+    assert runs[1]["steps"] <= runs[0]["steps"] and exact.count(True) >= 1   # the first checked
+    exact.clear()
+    train.transformer_run(S, c, c["lrs"][0])                     # facts' prompts_per_fact = 0
+    assert not any(exact)                                        # the second never did
     path = plots.draw("facts", str(tmp_path), path=str(tmp_path / "facts.png"))
     P, F = _plotted_json(path)["plotted"]["a=1 b=1"]                 # facts' one family
     assert sorted(zip(P, F)) == sorted((r["result"]["params"], r["result"]["facts_fresh99"])
