@@ -257,8 +257,7 @@ def transformer_textbook_backward(dlogits, cache):  # exercise 4
 
 
 def _token_counts(tokens, V, dtype, weights=None):
-    """n[b, v]: how often token v occurs in row b of tokens (B, T), or the sum of its weights
-    there (weights: (B T,), raveled as tokens); (B, V) of dtype."""
+    """n[b, v] (B, V): the count of token v in row b of tokens (B, T), or the sum of its weights."""
     flat = (np.arange(len(tokens))[:, None] * V + tokens).ravel()
     return np.bincount(flat, weights, minlength=len(tokens) * V).reshape(-1, V).astype(dtype)
 
@@ -406,9 +405,8 @@ def _features(phi, fixed):
 
 
 def retrieval_forward(params, fixed, inputs):
-    """`retrieval_textbook_forward` without forming the rows h (tested equal; pooling: MODEL.md 1):
-    w = WKQ z_eos is shared, so s = (E w)[tokens] + 1{i=pos} z_trig.w and phi = sum_i a_i E[x_i]
-    + a_pos z_trig.  Without fixed["U"] it returns Z = g WV (N, d) (the logits at U = I)."""
+    """`retrieval_textbook_forward` without the rows h (tested equal; pooling: MODEL.md 1), by
+    the shared w = WKQ z_eos: s = (E w)[x] + 1{pos} z_trig.w, phi = sum a E[x] + a_pos z_trig."""
     tokens, pos = _retrieval_inputs(params, fixed, inputs)
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
     w = params["WKQ"] @ fixed["z_eos"]                       # (d,)   the learned query
@@ -422,14 +420,14 @@ def retrieval_forward(params, fixed, inputs):
     phi += np.outer(a[rows, pos], z_trig)                    # (N, d)
     g, P = _features(phi, fixed)
     Z = g @ params["WV"]                                     # (N, d)
-    logits = Z @ fixed["U"].T if "U" in fixed else Z         # (N, V)
+    logits = Z @ fixed["U"].T                                # (N, V)
     return logits, dict(tokens=tokens, pos=pos, a=a, P=P, g=g, params=params, fixed=fixed)
 
 
 def retrieval_backward(dlogits, cache):
     tokens, pos, a, P, g, params, fixed = cache.values()                # stored order
     E, z_trig, rows = fixed["E"], fixed["z_trig"], np.arange(len(pos))
-    dZ = dlogits @ fixed["U"] if "U" in fixed else dlogits   # logits = Z U^T,  Z = g WV
+    dZ = dlogits @ fixed["U"]                                # logits = Z U^T,  Z = g WV
     dWV = g.T @ dZ
     if not params["WV"].any():                               # WV = 0: nothing reaches WKQ
         return {"WKQ": np.zeros_like(params["WKQ"]), "WV": dWV}

@@ -233,11 +233,13 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm):
-    """three_step (above) as eta -> 0 at query norm q (same argmax; MODEL.md 3): with WV1 = O(eta)
-    the softmax over labels is 1/V, so dZ_n = -Uc[y_n] / N (Uc = U - u_bar) depends on the label
-    alone, and each sum over (n, i) of e_{x_ni} f(y_n) is E^T C f(Uc), C[v, y] the attention on v
-    in the rows labelled y: O(N L + V^2 d) work.  Returns WKQ1 and WV = -G2 (WV2 without its O(eta)
-    term, over gamma).  An MLP's features are not linear in C: with one it runs three_step."""
+    """three_step (above) as eta -> 0 at query norm q: the same WKQ1 and, up to a positive scale,
+    the same WV2 (MODEL.md 3).  Fixing q makes gamma ~ 1/eta, so WV2 = WV1 - gamma G2 ~ -gamma G2;
+    with WV1 = O(eta) the softmax over labels is 1/V, so dZ_n = -Uc[y_n] / N (Uc = U - u_bar) is a
+    function of the label: steps 1 and 3 are -(E^T C + z_trig b^T) Uc / N, C[v, y] the attention
+    on token v in rows labelled y, b[y] that on the trigger's position; step 2 reads h . dphi from
+    the (V, V) table E dphi^T.  O(N L + V^2 d) work; returns WKQ1 and -G2.  With an MLP (not
+    linear in C) it runs three_step at eta = 1e-6 and returns its WV2: the same argmax."""
     if "W_mlp" in fixed:
         return three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)
     E, U, z, z_eos = (fixed[k].astype(float) for k in ("E", "U", "z_trig", "z_eos"))
@@ -368,7 +370,7 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
 def parse_value(key, text, current, choices=None):
     """A --set value: JSON (a plain word is text, `none` is null), of the type the grid field
     `key` has now (an int where a float is, a number where None is); a list field takes one
-    value or a list.  Sizes, counts and rates stay positive; a text stays among `choices`."""
+    value or a list.  Numbers stay > 0 (>= 0 where one is 0 now); a text stays in `choices`."""
     try:
         value = json.loads("null" if text.lower() == "none" else text)
     except ValueError:
@@ -378,13 +380,14 @@ def parse_value(key, text, current, choices=None):
     kinds = {type(x) for x in examples}                    # NoneType where None is
     if float in kinds or kinds <= {type(None)}:            # an int for a float, a number for None
         kinds |= {int, float}
-    positive = all(type(x) in (int, float) and x > 0 for x in known)   # numbers, all > 0
+    positive = all(type(x) in (int, float) and x >= 0 for x in known)   # numbers, none below 0
+    sign = " non-negative" if 0 in known else " positive"
     want = (f"one of {', '.join(choices)}" if choices else "a positive number or none" if not known
-            else f"a{' positive' * positive} {type(known[0]).__name__} like {json.dumps(known[0])}")
+            else f"a{sign * positive} {type(known[0]).__name__} like {json.dumps(known[0])}")
     values = value if isinstance(value, list) else [value]
     for v in values:
-        if type(v) not in kinds or (positive and type(v) in (int, float) and v <= 0) or (
-                choices and v not in choices):
+        if type(v) not in kinds or (positive and type(v) in (int, float) and (
+                v < 0 or v == 0 not in known)) or (choices and v not in choices):
             raise ValueError(f"--set {key}={text}: expected {want}"
                              + (" (as JSON)" if value is text and not choices else ""))
     if known and all(type(x) is float for x in known):    # 1000 and 1000.0: one config, not two
@@ -394,8 +397,7 @@ def parse_value(key, text, current, choices=None):
 
 class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
     def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
-        sys.exit(2)
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser(experiments):
