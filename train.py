@@ -237,7 +237,7 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm):
     the same WV2 (MODEL.md 3).  Fixing q makes gamma ~ 1/eta, so WV2 = WV1 - gamma G2 ~ -gamma G2;
     with WV1 = O(eta) the softmax over labels is 1/V, so dZ_n = -Uc[y_n] / N (Uc = U - u_bar) is a
     function of the label: steps 1 and 3 are -(E^T C + z_trig b^T) Uc / N, C[v, y] the attention
-    on token v in rows labelled y, b[y] that on the trigger's position; step 2 reads h . dphi from
+    on token v in rows labelled y, b[y] that on the marked position; step 2 reads h . dphi from
     the (V, V) table E dphi^T.  O(N L + V^2 d) work; returns WKQ1 and -G2.  With an MLP (not
     linear in C) it runs three_step at eta = 1e-6 and returns its WV2: the same argmax."""
     if "W_mlp" in fixed:
