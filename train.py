@@ -236,10 +236,10 @@ def three_step_limit(fixed, tokens, pos, labels, query_norm):
     """three_step (above) as eta -> 0 at query norm q: the same WKQ1 and, up to a positive scale,
     the same WV2 (MODEL.md 3).  Fixing q makes gamma ~ 1/eta, so WV2 = WV1 - gamma G2 ~ -gamma G2;
     with WV1 = O(eta) the softmax over labels is 1/V, so dZ_n = -Uc[y_n] / N (Uc = U - u_bar) is a
-    function of the label: steps 1 and 3 are -(E^T C + z_trig b^T) Uc / N, C[v, y] the attention
-    on token v in rows labelled y, b[y] that on the marked position; step 2 reads h . dphi from
-    the (V, V) table E dphi^T.  O(N L + V^2 d) work; returns WKQ1 and -G2.  With an MLP (not
-    linear in C) it runs three_step at eta = 1e-6 and returns its WV2: the same argmax."""
+    function of the label: the gradients of steps 1 and 3 are -(E^T C + z_trig b^T) Uc / N, C[v, y]
+    the attention on token v in rows labelled y, b[y] that on the informative position; step 2
+    reads h . dphi from the (V, V) table E dphi^T.  O(N L + V^2 d) work; returns WKQ1 and -G2.
+    An MLP is not linear in C: with one it runs three_step at eta = 1e-6 (its WV2: same argmax)."""
     if "W_mlp" in fixed:
         return three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)
     E, U, z, z_eos = (fixed[k].astype(float) for k in ("E", "U", "z_trig", "z_eos"))
