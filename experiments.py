@@ -455,12 +455,11 @@ def draws_one(cfg):
             features = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0)   # (V, m)
             fixed["mlp_centre"] = features.mean(0)
         task["perm"] = rng.permutation(cfg["V"])
-        train_set = rc.sample_retrieval(task, max(cfg["Ns"]), rng, cfg["Lmax"])
+        seqs = rc.sample_retrieval(task, max(cfg["Ns"]), rng, cfg["Lmax"])   # training, nested
         test = rc.sample_retrieval(task, cfg["n_test"], np.random.default_rng([cfg["seed"], k, 2]),
                                    cfg["Lmax"])                   # whatever the N grid
         decode = train.gradinfo_decoder(fixed, cfg["L"]) if cfg["method"] == "gradinfo" else None
-        runs = [learner_logits(cfg, fixed, [x[:N] for x in train_set], test, decode)
-                for N in cfg["Ns"]]
+        runs = [learner_logits(cfg, fixed, [x[:N] for x in seqs], test, decode) for N in cfg["Ns"]]
         out["accuracy"].append([rc.accuracy(logits, test[2]) for logits, _ in runs])
         out["attention"].append([att for _, att in runs])
         out["z2"].append(float(fixed["z_trig"] @ fixed["z_trig"]))

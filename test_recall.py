@@ -210,9 +210,10 @@ def test_fast_linear_attention_matches_textbook_forward_and_backward(kind):
 
 
 @pytest.mark.parametrize("m", [None, 9])
-@pytest.mark.parametrize("V", [12, 96])      # pooled via (N, V), and gathered (L < V/16)
+@pytest.mark.parametrize("V", [12, 96])      # pooled via (N, V), and gathered (16 L < V)
 def test_retrieval_fast_and_textbook_match_naive_loops(m, V):
     """Both forms against the loop oracle, and the fast backward against the textbook one."""
+    assert (5 * rc.GATHER < V) == (V == 96)                # each pooling path is taken once
     rng = np.random.default_rng(4)
     t = rc.make_retrieval(V, 6, 5, rng, m=m)
     tok, pos, _ = rc.sample_retrieval(t, 7, rng)
