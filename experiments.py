@@ -132,13 +132,12 @@ def linear_one(cfg):
                                                                      cfg["steps"]))
     lo, hi = cfg["lo"], cfg["hi"]
     cap99 = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
-    # stricter on the same draw: at most cap99, which may lie below lo (the search widened down)
-    cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, min(lo, cap99),
-                                   cap99, cfg["ratio"], widen=1)
+    # stricter on the same draw: cap99 itself if it holds there, else searched below it
+    cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, cap99, cap99,
+                                   cfg["ratio"], widen=1)
     hacc, heb = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
     hebb99 = train.bisect_capacity(lambda N: hacc(N) >= 0.99, 2, max(3, d * d // 2), cfg["ratio"])
-    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, min(2, hebb99), hebb99, cfg["ratio"],
-                                    widen=1)
+    hebb100 = train.bisect_capacity(lambda N: hacc(N) == 1.0, hebb99, hebb99, cfg["ratio"], widen=1)
     return {"cap99": cap99, "cap100": cap100, "hebb99": hebb99, "hebb100": hebb100,
             "lo_fails": trial(cap99)["first99"] is None, "hi_succeeds": cap99 == train.WIDEN * hi,
             "trials": [memo[N] for N in sorted(memo)],
