@@ -126,13 +126,12 @@ def linear_configs(g, seed):
 
 
 def linear_one(cfg):
-    """Capacity of one d x d linear memory: trained (99% and 100% criteria) and Hebbian."""
+    """Capacity of one d x d linear memory, trained and Hebbian: 99%, then 100% from there down."""
     d, seed = cfg["d"], cfg["seed"]
     trial, memo = train.memoised(lambda N: train.linear_memory_trial(N, d, seed, cfg["lr"],
                                                                      cfg["steps"]))
     lo, hi = cfg["lo"], cfg["hi"]
     cap99 = train.bisect_capacity(lambda N: trial(N)["first99"] is not None, lo, hi, cfg["ratio"])
-    # stricter on the same draw: cap99 itself if it holds there, else searched below it
     cap100 = train.bisect_capacity(lambda N: trial(N)["first100"] is not None, cap99, cap99,
                                    cfg["ratio"], widen=1)
     hacc, heb = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
@@ -777,10 +776,10 @@ def scaling_table(records, over):
         n = math.nan if three["bound"][i] else three["n"][i]          # a bound: no ratio
         if np.isfinite(pred):
             tail = f"{pred:.0f} | " + (f"{pred / n:.2f}" if np.isfinite(n) else "-")
-        else:                 # the ceiling: best mean accuracy over the N grid, the formula's
+        else:                 # the formula's ceiling; the best mean accuracy over the N grid
             A = np.array(r["result"]["accuracy"]).mean(0)
-            tail = (f"- | ceiling: best mean {A.max():.3f} at N = {cfg['Ns'][A.argmax()]}, "
-                    f"predicted {r['result']['predicted_limit']:.3f} as N -> inf")
+            tail = (f"- | predicted ceiling {r['result']['predicted_limit']:.3f} (N -> inf), "
+                    f"measured best mean {A.max():.3f} at N = {cfg['Ns'][A.argmax()]}")
         cells = "".join(f" | {nstar_cell(p, cfg[over])}" for p in pts.values())
         lines.append(f"| {cfg[over]} | {cfg['d'] / cfg['V']:.3g}{cells} | {tail} |")
     for m, p in pts.items():
@@ -792,10 +791,11 @@ def scaling_table(records, over):
     ok = three["fit"]
     has = np.isfinite(three["n"]) & ~three["bound"]
     close = int(np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5)))
-    lines.append(f"predicted (three steps): N* ~ {over}^"
-                 f"({theory.loglog_slope(three['x'][ok], three['pred'][ok]):+.2f}) over the "
-                 f"points three steps' fit uses; predicted / measured within 1.5x at {close} of "
-                 f"{has.sum()} points with a measured N* (d = V included, bounds left out)")
+    s = theory.loglog_slope(three["x"][ok], three["pred"][ok])      # nan: < 2 finite points
+    lines.append(f"predicted (three steps): " + (f"N* ~ {over}^({s:+.2f})" if np.isfinite(s) else
+                 "no fit") + f" over the points three steps' fit uses; predicted / measured "
+                 f"within 1.5x at {close} of {has.sum()} points with a measured N* (d = V "
+                 "included, bounds left out)")
     return "\n".join(lines)
 
 
