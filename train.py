@@ -67,21 +67,21 @@ WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its firs
 
 def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
     """Largest n with succeeds(n) (monotone in n), by bisection in log scale to hi/lo <= ratio
-    from a guess [lo, hi].  An edge is tried only if every probe fell on its side (a failing probe
-    already says hi fails); the guess then widens to at most [1, widen * hi].  The caller reports
-    either edge."""
+    from a guess [lo, hi] that widens to at most [1, widen * hi]; the caller reports either edge.
+    lo is tried first (a success stops its run early), hi only if no probe inside failed."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
     succeeds, top = memoised(succeeds)[0], widen * hi
-    while True:
+    while lo > 1 and not succeeds(lo):
+        lo, hi = max(1, lo // 2), lo
+    while True:                                     # lo succeeds, or is 1
         a, b = theory.bisect_log(succeeds, lo, hi, ratio, integer=True, at_lo=True)
-        if a == lo and lo > 1 and not succeeds(lo):        # no probe succeeded, nor lo: go down
-            lo, hi = max(1, lo // 2), lo
-        elif b == hi and hi < top and succeeds(hi):        # no probe failed, nor hi: go up
-            lo, hi = hi, min(top, 2 * hi)
-        else:
-            return b if succeeds(b) else a          # b succeeds only at the top
+        if b < hi or not succeeds(hi):
+            return a
+        if hi == top:
+            return hi
+        lo, hi = hi, min(top, 2 * hi)
 
 
 def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, patience=None):
