@@ -445,8 +445,7 @@ def draws_one(cfg):
     out = {"accuracy": [], "attention": [], "z2": []}
     for k in range(cfg["draws"]):
         rng = np.random.default_rng([cfg["seed"], k, 0])
-        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, m=cfg.get("m"),
-                                 kind=cfg["kind"])
+        task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, cfg.get("m"), cfg["kind"])
         fixed = rc.retrieval_fixed(task, cfg["dtype"])
         rng = np.random.default_rng([cfg["seed"], k, 1])
         if cfg.get("centred") and cfg.get("m"):
@@ -470,7 +469,7 @@ def learner_logits(cfg, fixed, train_set, test, decode=None):
     tokens, pos, labels = test
     rows = np.arange(len(pos))
     if cfg["method"] == "gradinfo":
-        G = train.retrieval_grad(train.zero_params(fixed), fixed, *train_set)[1]["WV"]
+        G = train.label_gradient(fixed, *train_set, np.full(train_set[0].shape, 1 / cfg["L"]))
         decoded = (decode or train.gradinfo_decoder(fixed, cfg["L"]))(G)          # (V,)
         return np.eye(cfg["V"])[decoded[tokens[rows, pos]]], math.nan
     if cfg["method"] == "adam":

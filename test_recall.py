@@ -1053,6 +1053,20 @@ def first_gradient(fixed, tokens, pos, labels):
     return train.retrieval_grad(train.zero_params(fixed), fixed, tokens, pos, labels)[1]["WV"]
 
 
+@pytest.mark.parametrize("V, d, L", [(40, 8, 16), (12, 20, 3)])
+def test_label_gradient_is_the_first_gradient(V, d, L):
+    """label_gradient at attention 1/L (what the gradient-information learner computes) equals
+    grad_WV at zero through the backward pass; with an MLP it refuses."""
+    rng = np.random.default_rng(9)
+    task = rc.make_retrieval(V, d, L, rng)
+    fixed = rc.retrieval_fixed(task)
+    tr = rc.sample_retrieval(task, 300, rng)
+    np.testing.assert_allclose(train.label_gradient(fixed, *tr, np.full((300, L), 1 / L)),
+                               first_gradient(fixed, *tr), rtol=1e-10, atol=1e-14)
+    with pytest.raises(ValueError, match="attention only"):
+        train.label_gradient(dict(fixed, W_mlp=np.ones((d, 4))), *tr, np.full((300, L), 1 / L))
+
+
 def test_first_gradient_has_the_closed_form_of_gradinfo_decoder():
     """grad_WV at zero is -(1/(N L)) E~^T C U_c (d < V and d > V), as MODEL.md section 3 says
     (gradinfo_decoder inverts it), and grad_WKQ is zero there."""

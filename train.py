@@ -208,8 +208,7 @@ def retrieval_grad(params, fixed, tokens, pos, labels, chunk=4096):
 
 
 def zero_params(fixed):
-    d, vdim = fixed["E"].shape[1], fixed.get("W_mlp", fixed["E"]).shape[1]   # vdim: m, or d
-    dt = fixed["E"].dtype
+    d, vdim, dt = fixed["E"].shape[1], fixed.get("W_mlp", fixed["E"]).shape[1], fixed["E"].dtype
     return {"WKQ": np.zeros((d, d), dt), "WV": np.zeros((vdim, d), dt)}
 
 
@@ -233,35 +232,38 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
     return {"WKQ": WKQ1, "WV": WV1 - gamma * g2["WV"]}
 
 
+def label_gradient(fixed, tokens, pos, labels, a):
+    """grad_WV at attention a (N, L) while the softmax over labels is 1/V (WV = 0, or O(eta)):
+    dZ_n = -Uc[y_n] / N, so -(E^T C + z_trig b^T) Uc / N, C[v, y] a on v where y, b[y] a on pos."""
+    if "W_mlp" in fixed:
+        raise ValueError("label_gradient: attention only (an MLP's features are not linear in C)")
+    E, U, z = (fixed[k].astype(float) for k in ("E", "U", "z_trig"))
+    V, rows = len(E), np.arange(len(labels))
+    C = np.bincount((tokens * V + labels[:, None]).ravel(), a.ravel(), V * V).reshape(V, V)
+    return -(E.T @ C + np.outer(z, np.bincount(labels, a[rows, pos], V))) @ (U - U.mean(0)) / len(a)
+
+
 def three_step_limit(fixed, tokens, pos, labels, query_norm):
     """three_step (above) as eta -> 0 at query norm q: the same WKQ1 and, up to a positive scale,
-    the same WV2 (MODEL.md 3).  Fixing q makes gamma ~ 1/eta, so WV2 = WV1 - gamma G2 ~ -gamma G2;
-    with WV1 = O(eta) the softmax over labels is 1/V, so dZ_n = -Uc[y_n] / N (Uc = U - u_bar) is a
-    function of the label: the gradients of steps 1 and 3 are -(E^T C + z_trig b^T) Uc / N, C[v, y]
-    the attention on token v in rows labelled y, b[y] that on the informative position; step 2
-    reads h . dphi from the (V, V) table E dphi^T.  O(N L + V^2 d) work; returns WKQ1 and -G2.
-    An MLP is not linear in C: with one it runs three_step at eta = 1e-6 (its WV2: same argmax)."""
+    the same WV2 (MODEL.md 3), in O(N L + V^2 d).  gamma ~ 1/eta at fixed q, so WV2 ~ -gamma G2;
+    steps 1 and 3 are label_gradients (attention 1/L, then WKQ1's), step 2 reads h . dphi from
+    the (V, V) table E dphi^T.  An MLP is not linear in C: with one, three_step at eta = 1e-6."""
     if "W_mlp" in fixed:
         return three_step(fixed, tokens, pos, labels, 1e-6, query_norm=query_norm)
     E, U, z, z_eos = (fixed[k].astype(float) for k in ("E", "U", "z_trig", "z_eos"))
-    (N, L), V, rows = tokens.shape, len(E), np.arange(len(labels))
-    Uc, cell = U - U.mean(0), (tokens * V + labels[:, None]).ravel()   # (x, y) -> x V + y
-
-    def grad_WV(a):               # -(1/N) sum_n phi_n Uc[y_n], phi_n = sum_i a_ni h_ni
-        C = np.bincount(cell, a.ravel(), V * V).reshape(V, V)               # C[v, y]
-        return -(E.T @ C + np.outer(z, np.bincount(labels, a[rows, pos], V))) @ Uc / N
-    G0 = grad_WV(np.full((N, L), 1.0 / L))                         # at zero: attention 1/L
-    dphi = Uc @ G0.T / N             # G1 = grad_WKQ at WV = -G0: dphi_n = dZ_n (-G0)^T = dphi[y_n]
+    (N, L), rows = tokens.shape, np.arange(len(labels))
+    G0 = label_gradient(fixed, tokens, pos, labels, np.full((N, L), 1.0 / L))   # at zero
+    dphi = (U - U.mean(0)) @ G0.T / N    # G1 = grad_WKQ at WV = -G0: dphi_n = dZ_n (-G0)^T
     da = (E @ dphi.T)[tokens, labels[:, None]]                     # (N, L)  h_ni . dphi_n
     da[rows, pos] += (dphi @ z)[labels]
     ds = (da - da.mean(1, keepdims=True)) / L                      # softmax backward at 1/L
-    dw = E.T @ np.bincount(tokens.ravel(), ds.ravel(), V) + ds[rows, pos].sum() * z
+    dw = E.T @ np.bincount(tokens.ravel(), ds.ravel(), len(E)) + ds[rows, pos].sum() * z
     w = -query_norm * dw / np.linalg.norm(dw)      # the query WKQ1 z_eos: G1 = dw z_eos^T
     WKQ1 = np.outer(w, z_eos) / (z_eos @ z_eos)
     s = (E @ w)[tokens]                                            # scores, as the forward's
     s[rows, pos] += z @ w
-    dt = fixed["E"].dtype                                          # float64 inside, as given out
-    return {"WKQ": WKQ1.astype(dt), "WV": -grad_WV(rc.softmax(s, axis=1)).astype(dt)}   # -G2
+    G2 = label_gradient(fixed, tokens, pos, labels, rc.softmax(s, axis=1))   # float64 inside
+    return {k: v.astype(fixed["E"].dtype) for k, v in (("WKQ", WKQ1), ("WV", -G2))}
 
 
 def retrieval_adam(fixed, tokens, pos, labels, steps, lr, chunk=4096):
