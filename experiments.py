@@ -161,9 +161,9 @@ def linear_summary(records):
             "|---|---|---|---|---|---|"]
     for d in sorted({r["config"]["d"] for r in records}):
         res = [r["result"] for r in records if r["config"]["d"] == d]
-        N = {k: float(np.mean([x[k] for x in res])) for k in ("cap99", "cap100", "hebb100")}
+        N = {k: np.mean([x[k] for x in res]) for k in ("cap99", "cap100", "hebb100")}  # c: inf if 1
         rows.append(f"| {d} | {len(res)} | {N['cap99']:.1f} | {N['cap100']:.1f} | "
-                    f"{N['hebb100']:.1f} | {d * d / (N['cap99'] * math.log(N['cap99'])):.2f} |")
+                    f"{N['hebb100']:.1f} | {d * d / (N['cap99'] * np.log(N['cap99'])):.2f} |")
     return "\n".join(rows) + "\n" + fits_text("linear", linear_fits(records))
 
 
@@ -464,8 +464,8 @@ def draws_one(cfg):
 
 
 def learner_logits(cfg, fixed, train_set, test, decode=None):
-    """Train cfg["method"] on train_set ("three_step": eta -> 0 at query norm q; "gradinfo": the
-    first gradient, read by the draw's decoder): test logits (n_test, V), attention on pos."""
+    """Train cfg["method"] on train_set ("three_step": eta -> 0 at query norm q; "gradinfo": G
+    decoded, read at the marked token: given pos): test logits (n_test, V), attention on pos."""
     tokens, pos, labels = test
     rows = np.arange(len(pos))
     if cfg["method"] == "gradinfo":
@@ -761,12 +761,11 @@ def scaling_points(records, over, method):
 
 
 def scaling_table(records, over):
-    """N* per learner against `over` (95% interval), the formula's N* and predicted / measured
-    or the ceiling; each learner's exponent over the d < V points, and the formula's."""
+    """N* per learner against `over`, the formula's N* (or limit) and exponents (d < V points)."""
     pts = {m: p for m in LEARNERS if (p := scaling_points(records, over, m)) and len(p["x"]) > 1}
     c = records[0]["config"]
-    lines = [f"\nN* against {over} (mean accuracy >= {c['tau']:g}; [95% interval, bootstrap over "
-             "draws]; - : not within the N grid; <= : reached at the first N; blank: not run)",
+    lines = [f"\nN* against {over} (mean accuracy {c['tau']:g}, log-interpolated; [95% interval];"
+             " - : none in its N grid, or never; <= : at the first N; blank: not run)",
              f"| {over} | d/V | " + " | ".join(LEARNERS[m] for m in pts)
              + " | predicted (three steps) | predicted / measured |", "|---" * (len(pts) + 4) + "|"]
     three = pts["three_step"]
@@ -777,7 +776,7 @@ def scaling_table(records, over):
             tail = f"{pred:.0f} | " + (f"{pred / n:.2f}" if np.isfinite(n) else "-")
         else:                 # the formula's ceiling; the best mean accuracy over the N grid
             A = np.array(r["result"]["accuracy"]).mean(0)
-            tail = (f"- | predicted ceiling {r['result']['predicted_limit']:.3f} (N -> inf), "
+            tail = (f"- | predicted accuracy -> {r['result']['predicted_limit']:.3f} as N -> inf; "
                     f"measured best mean {A.max():.3f} at N = {cfg['Ns'][A.argmax()]}")
         cells = "".join(f" | {nstar_cell(p, cfg[over])}" for p in pts.values())
         lines.append(f"| {cfg[over]} | {cfg['d'] / cfg['V']:.3g}{cells} | {tail} |")
@@ -786,7 +785,7 @@ def scaling_table(records, over):
         k = int(p["fit"].sum())                                  # fitted points have an N*
         fitted = (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
                   f"(bounds left out; {out} of {len(p['boot']) - 1} resamples without an N*)")
-        lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit"))
+        lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit (< 2 N*, bounds left out)"))
     ok = three["fit"]
     has = np.isfinite(three["n"]) & ~three["bound"]
     close = int(np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5)))

@@ -1167,7 +1167,7 @@ def test_scaling_tiny(tmp_path, capsys):
                for r in recs)
     out = capsys.readouterr().out
     assert all(f"N* against {x}" in out for x in "dLV") and "over 2 points with d < V" in out
-    assert "nan" not in out and "predicted ceiling 0.061 (N -> inf), measured best mean" in out
+    assert "nan" not in out and "predicted accuracy -> 0.061 as N -> inf; measured best mean" in out
     path = plots.draw("b_scaling", str(tmp_path), path=str(tmp_path / "b_scaling.png"))
     assert os.path.getsize(path) > 1000
     fig = plots.fig_b_scaling(recs, str(tmp_path / "again.png"))

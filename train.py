@@ -233,8 +233,9 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
 
 
 def label_gradient(fixed, tokens, pos, labels, a):
-    """grad_WV at attention a (N, L) while the softmax over labels is 1/V (WV = 0, or O(eta)):
-    dZ_n = -Uc[y_n] / N, so -(E^T C + z_trig b^T) Uc / N, C[v, y] a on v where y, b[y] a on pos."""
+    """grad_WV (float64) at attention a (N, L) while the softmax over labels is 1/V (WV = 0, or
+    O(eta)): dZ_n = -Uc[y_n] / N (Uc = U - u_bar) gives -(E^T C + z_trig b^T) Uc / N, C[v, y] the
+    attention on token v summed over rows labelled y, b[y] that on the marked position."""
     if "W_mlp" in fixed:
         raise ValueError("label_gradient: attention only (an MLP's features are not linear in C)")
     E, U, z = (fixed[k].astype(float) for k in ("E", "U", "z_trig"))
