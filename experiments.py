@@ -157,8 +157,8 @@ def linear_fits(records):
 
 
 def linear_summary(records):
-    rows = ["| d | seeds | trained 99% | trained 100% | Hebbian 100% | c (trained 99%) |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| d | seeds | capacity N: trained 99% | trained 100% | Hebbian 100% | "
+            "c = d^2/(N ln N), 99% |", "|---|---|---|---|---|---|"]
     for d in sorted({r["config"]["d"] for r in records}):
         res = [r["result"] for r in records if r["config"]["d"] == d]
         N = {k: np.mean([x[k] for x in res]) for k in ("cap99", "cap100", "hebb100")}  # c: inf if 1
