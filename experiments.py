@@ -160,14 +160,19 @@ def linear_summary(records):
     rows = ["| d | seeds | capacity N: trained 99% | trained 100% | Hebbian 100% | "
             "c = d^2/(N ln N), 99% |", "|---|---|---|---|---|---|"]
     for d in sorted({r["config"]["d"] for r in records}):
-        res = [r["result"] for r in records if r["config"]["d"] == d]
+        res = [r["result"] for r in inside(records) if r["config"]["d"] == d]
         N = {k: np.mean([x[k] for x in res]) for k in ("cap99", "cap100", "hebb100")}  # c: inf if 1
         rows.append(f"| {d} | {len(res)} | {N['cap99']:.1f} | {N['cap100']:.1f} | "
                     f"{N['hebb100']:.1f} | {d * d / (N['cap99'] * np.log(N['cap99'])):.2f} |")
-    return "\n".join(rows) + "\n" + fits_text("linear", linear_fits(records))
+    return "\n".join(rows) + "\n" + fits_text("linear", linear_fits(inside(records)), records)
 
 
-def fits_text(name, fits):
+def inside(records):
+    """The records whose capacity search ended inside its widened bracket (an edge is a bound)."""
+    return [r for r in records if not (r["result"]["lo_fails"] or r["result"]["hi_succeeds"])]
+
+
+def fits_text(name, fits, searches=()):
     """One line per fit; a pair [lo, hi], named *_95, is a 95% interval (seed_interval)."""
     def text(x):
         return f"[{x[0]:.3g}, {x[1]:.3g}]" if isinstance(x, list) else f"{x:.3g}"
@@ -175,6 +180,9 @@ def fits_text(name, fits):
              for key, v in fits.items()]
     if any(k.endswith("_95") for v in fits.values() for k in v):
         lines.append("(*_95: 95% bootstrap interval over seeds)")
+    if len(inside(searches)) < len(searches):
+        lines.append(f"{len(searches) - len(inside(searches))} of {len(searches)} searches end at "
+                     "a bracket edge: bounds, left out of every mean, fit and figure")
     return "\n".join(lines)
 
 
@@ -245,7 +253,7 @@ def mlp_fits(records):
 
 
 def mlp_summary(records):
-    return fits_text("mlp", mlp_fits(records))
+    return fits_text("mlp", mlp_fits(inside(records)), records)
 
 
 HELP["facts"] = "paper A Fig. 4 left (A3, A4): facts stored vs parameters of the transformer"
@@ -323,7 +331,7 @@ def facts_summary(records):
         rows.append(f"| {facts_family(r)} | {c['d']} | {c['H']} | {c['dh']} | {c['m']} | "
                     f"{x['params']} | {c['seed']} | {x['S_fresh99']}{edge} | "
                     f"{x['facts_fresh99'] / x['params']:.3f} |")
-    return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(records))
+    return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(inside(records)), records)
 
 
 HELP["families"] = "paper A (A4): facts vs parameters, attention- or MLP-dominated"

@@ -86,16 +86,14 @@ def band(ax, records, x_of, key, color, label, style="o-", ms=None):
 
 def fig_linear(records, path):
     """N against d^2 for the trained (99%, 100%) and Hebbian memories, with the theory lines."""
-    fits = ex.linear_fits(records)
-    ds = [r["config"]["d"] for r in records]
-    fig, ax = plt.subplots(figsize=(6.0, 4.4))
-    plotted = {}
+    fits, ds = ex.linear_fits(ex.inside(records)), [r["config"]["d"] for r in records]
+    (fig, ax), plotted = plt.subplots(figsize=(6.0, 4.4)), {}
     for key, color, style, label in [("cap99", "C0", "o-", "trained, 99%"),
                                      ("cap100", "C2", "s--", "trained, 100% (open squares)"),
                                      ("hebb100", "C3", "^-",
                                       r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
         c = fits.get(key, {}).get("c", float("nan"))
-        plotted[key] = band(ax, records, lambda r: r["config"]["d"] ** 2, key, color,
+        plotted[key] = band(ax, ex.inside(records), lambda r: r["config"]["d"] ** 2, key, color,
                             f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
     dd = np.geomspace(min(ds) / 1.2, max(ds) * 1.2, 50)      # visible for a single d too
     for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2N\ln N$ (sharp, large $d$)"),
@@ -108,12 +106,11 @@ def fig_linear(records, path):
 
 def fig_mlp(records, path):
     """N against m d for both output regimes, one colour per alpha = m/d, the authors' lines."""
-    fits = ex.mlp_fits(records)
-    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2))
-    plotted = {}
+    fits = ex.mlp_fits(ex.inside(records))
+    (fig, axes), plotted = plt.subplots(1, 2, figsize=(10.0, 4.2)), {}
     for ax, (regime, ref, law) in zip(axes, [("M=N", r"$m d = 0.35\,N\ln N$", r"$md = c\,N\ln N$"),
                                              ("M=32", r"$m d = 1.2\,N$", r"$md = c\,N$")]):
-        rs = [r for r in records if r["config"]["regime"] == regime]
+        rs = [r for r in ex.inside(records) if r["config"]["regime"] == regime]
         for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
             plotted[f"{regime} alpha={alpha}"] = band(
@@ -139,8 +136,8 @@ FAMILY_NAMES = {"a=4 b=0.25": "attention-dominated", "a=1 b=1": "balanced",
 
 def fig_facts(records, path):
     """Facts stored against parameters 4 H dh d + 2 m d, per family (a, b), the authors' line."""
-    fits, cfg = ex.facts_fits(records), records[0]["config"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    cfg, records = records[0]["config"], ex.inside(records)      # an edge capacity: a bound
+    fits, (fig, ax) = ex.facts_fits(records), plt.subplots(figsize=(6.4, 4.8))
     plotted, P = {}, np.array([r["result"]["params"] for r in records])
     for i, fam in enumerate(sorted({ex.facts_family(r) for r in records}, reverse=True)):
         rs = [r for r in records if ex.facts_family(r) == fam]
@@ -155,10 +152,8 @@ def fig_facts(records, path):
                    f"facts/param{slope}")
         plotted[fam] = [p.tolist(), F.tolist()]
         first = min(r["config"]["seed"] for r in rs)          # one label per size, its first seed
-        for r in (r for r in rs if r["config"]["seed"] == first):   # an edge capacity: a bound
-            c, x = r["config"], r["result"]
-            bound = " (bound)" if x["lo_fails"] or x["hi_succeeds"] else ""
-            ax.annotate(f"d={c['d']},H={c['H']}{bound}",
+        for c, x in ((r["config"], r["result"]) for r in rs if r["config"]["seed"] == first):
+            ax.annotate(f"d={c['d']},H={c['H']}",
                         (x["params"], x["facts_fresh99"]), fontsize="x-small", xytext=(-6, 0),
                         zorder=4, textcoords="offset points", ha="right", va="center",
                         bbox={"fc": "w", "ec": "none", "pad": 0.5})
@@ -228,8 +223,7 @@ def fig_tradeoff(records, path):
 
 def fig_b_agree(records, path):
     """Predicted against measured accuracy, +-1 sd over draws (experiments.agreement_rows)."""
-    rows = ex.agreement_rows(records)
-    fig, ax = plt.subplots(figsize=(4.6, 5.6))
+    rows, (fig, ax) = ex.agreement_rows(records), plt.subplots(figsize=(4.6, 5.6))
     ax.plot([0, 1], [0, 1], color="gray", lw=1, label="predicted = measured")
     sets = (("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
             ("hidden (chosen after the formula was fixed)", "^", "C2"))

@@ -320,6 +320,21 @@ def test_adam_and_sgd_steps_by_hand():
                                         -2.0 + 0.1 * 4 / (4 + 1e-8)])
 
 
+def test_edge_capacities_are_reported_not_fitted(tmp_path):
+    """A search that ends at a bracket edge is a bound: counted in the summary, left out of the
+    means, the fits and the figure."""
+    def rec(d, seed, N, edge=False):
+        return {"config": {"d": d, "seed": seed}, "result": dict(
+            cap99=N, cap100=N, hebb99=N // 4, hebb100=N // 4, lo_fails=False, hi_succeeds=edge)}
+    good = [rec(d, s, int(d * d / 3) + s) for d in (8, 16, 32) for s in (0, 1)]
+    recs = good + [rec(16, 2, 64 * 200, edge=True)]
+    assert ex.linear_fits(ex.inside(recs)) == ex.linear_fits(good)
+    out = ex.linear_summary(recs)
+    assert "1 of 7 searches end at a bracket edge" in out and out.startswith(ex.linear_summary(good))
+    fig = plots.fig_linear(recs, str(tmp_path / "linear.png"))
+    assert max(max(line.get_ydata()) for line in fig.axes[0].lines) < 64 * 200
+
+
 def test_bisect_capacity_finds_threshold():
     calls = []
     def ok(n):
