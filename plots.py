@@ -136,9 +136,9 @@ FAMILY_NAMES = {"a=4 b=0.25": "attention-dominated", "a=1 b=1": "balanced",
 
 def fig_facts(records, path):
     """Facts stored against parameters 4 H dh d + 2 m d, per family (a, b), the authors' line."""
-    cfg, records = records[0]["config"], ex.inside(records)      # an edge capacity: a bound
+    cfg, P = records[0]["config"], np.array([r["result"]["params"] for r in records])   # all run
+    records, plotted = ex.inside(records), {}                     # an edge capacity: a bound
     fits, (fig, ax) = ex.facts_fits(records), plt.subplots(figsize=(6.4, 4.8))
-    plotted, P = {}, np.array([r["result"]["params"] for r in records])
     for i, fam in enumerate(sorted({ex.facts_family(r) for r in records}, reverse=True)):
         rs = [r for r in records if ex.facts_family(r) == fam]
         col = list(FAMILY_NAMES).index(fam) if fam in FAMILY_NAMES else 3 + i   # its colour

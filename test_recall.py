@@ -322,17 +322,25 @@ def test_adam_and_sgd_steps_by_hand():
 
 def test_edge_capacities_are_reported_not_fitted(tmp_path):
     """A search that ends at a bracket edge is a bound: counted in the summary, left out of the
-    means, the fits and the figure."""
+    means, the fits and the figure; a figure whose every search ended at an edge still draws."""
     def rec(d, seed, N, edge=False):
-        return {"config": {"d": d, "seed": seed}, "result": dict(
-            cap99=N, cap100=N, hebb99=N // 4, hebb100=N // 4, lo_fails=False, hi_succeeds=edge)}
+        cfg = dict(d=d, seed=seed, a=1, b=1, H=4, dh=2, m=8, D=8, T=8, n_test=8)
+        return {"config": cfg, "result": dict(cap99=N, cap100=N, hebb99=N // 4, hebb100=N // 4,
+                                              lo_fails=False, hi_succeeds=edge, params=100 * d,
+                                              S_fresh99=N, facts_fresh99=N * N)}
     good = [rec(d, s, int(d * d / 3) + s) for d in (8, 16, 32) for s in (0, 1)]
     recs = good + [rec(16, 2, 64 * 200, edge=True)]
     assert ex.linear_fits(ex.inside(recs)) == ex.linear_fits(good)
     out = ex.linear_summary(recs)
-    assert "1 of 7 searches end at a bracket edge" in out and out.startswith(ex.linear_summary(good))
-    fig = plots.fig_linear(recs, str(tmp_path / "linear.png"))
-    assert max(max(line.get_ydata()) for line in fig.axes[0].lines) < 64 * 200
+    assert "1 of 7 searches end at a bracket edge" in out
+    assert out.startswith(ex.linear_summary(good))
+    for name, rs in (("all", recs), ("good", good)):      # the figure's data: the edge left out
+        plots.fig_linear(rs, str(tmp_path / f"{name}.png"))
+    drawn = [train.read_json(str(tmp_path / f"{n}.json"))["plotted"] for n in ("all", "good")]
+    assert drawn[0] == drawn[1]
+    edges = [dict(r, result=dict(r["result"], lo_fails=True)) for r in recs]
+    assert "7 of 7 searches" in ex.facts_summary(edges)
+    plots.fig_facts(edges, str(tmp_path / "facts.png"))     # nothing measured: an empty figure
 
 
 def test_bisect_capacity_finds_threshold():
