@@ -282,7 +282,7 @@ def facts_configs(g, seed):
             continue
         P = theory.transformer_params(d, H, int(dh), int(m))
         lo, hi = (math.sqrt(c * P) for c in g["bracket"])
-        out += [dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=s, lo=int(lo),
+        out += [dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=s, lo=max(1, int(lo)),
                      hi=int(math.ceil(hi))) for s in range(seed, seed + g["seeds"])]
     return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
 
