@@ -327,7 +327,7 @@ def facts_summary(records):
     for r in sorted(records, key=lambda r: (r["config"]["b"], r["result"]["params"],
                                             r["config"]["seed"])):
         c, x = r["config"], r["result"]
-        edge = " (bracket edge)" if x["lo_fails"] or x["hi_succeeds"] else ""
+        edge = " (edge: at most)" if x["lo_fails"] else " (edge: at least)" * x["hi_succeeds"]
         rows.append(f"| {facts_family(r)} | {c['d']} | {c['H']} | {c['dh']} | {c['m']} | "
                     f"{x['params']} | {c['seed']} | {x['S_fresh99']}{edge} | "
                     f"{x['facts_fresh99'] / x['params']:.3f} |")

@@ -339,7 +339,8 @@ def test_edge_capacities_are_reported_not_fitted(tmp_path):
     drawn = [train.read_json(str(tmp_path / f"{n}.json"))["plotted"] for n in ("all", "good")]
     assert drawn[0] == drawn[1]
     edges = [dict(r, result=dict(r["result"], lo_fails=True)) for r in recs]
-    assert "7 of 7 searches" in ex.facts_summary(edges)
+    assert "7 of 7 searches" in ex.facts_summary(edges) and "(edge: at most)" in ex.facts_summary(
+        edges) and "(edge: at least)" in ex.facts_summary(recs)
     plots.fig_facts(edges, str(tmp_path / "facts.png"))     # nothing measured: an empty figure
 
 
