@@ -159,7 +159,7 @@ def linear_fits(records):
 def linear_summary(records):
     rows = ["| d | seeds | capacity N: trained 99% | trained 100% | Hebbian 100% | "
             "c = d^2/(N ln N), 99% |", "|---|---|---|---|---|---|"]
-    for d in sorted({r["config"]["d"] for r in records}):
+    for d in sorted({r["config"]["d"] for r in inside(records)}):
         res = [r["result"] for r in inside(records) if r["config"]["d"] == d]
         N = {k: np.mean([x[k] for x in res]) for k in ("cap99", "cap100", "hebb100")}  # c: inf if 1
         rows.append(f"| {d} | {len(res)} | {N['cap99']:.1f} | {N['cap100']:.1f} | "
