@@ -405,14 +405,14 @@ class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit s
 
 
 def build_parser(experiments):
-    parser = _Parser(prog="train.py", description="Run one experiment; results go to "
-                     "OUT/<experiment>/*.json, figures are drawn by plots.py.")
+    parser = _Parser(prog="train.py", description="Run one experiment: OUT/<experiment>/*.json.")
     sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for name, e in experiments.items():
         p = sub.add_parser(name, help=e["help"], description=e["help"])
         p.add_argument("--scale", choices=["tiny", "small", "full"], default="small")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help=f"replace a grid field: {', '.join(sorted(e['grid']['small']))}")
+                       help=f"replace a field of {name.upper()} in experiments.py (read there "
+                       f"with {name}_configs): {', '.join(sorted(e['grid']['small']))}")
         p.add_argument("--jobs", type=int, default=1, help="configurations run in parallel")
         p.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
