@@ -621,8 +621,8 @@ B_EMBED = by_scale(dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"]),
 def b_embed_configs(g, seed):
     V = g["V"]
     Ns = [int(round(x)) for x in np.geomspace(V, 64 * V, g["n_N"])]
-    return [draws_config(V, d, g["L"], Ns, seed, g["draws"], q=g["q"], kind=kind) for d, kind in
-            ((V + 2, "onehot"), (V // 4, "gaussian"), (V // 2, "gaussian"), (V + 2, "gaussian"))]
+    ds = ((V + 2, "onehot"), (V // 4 or 1, "gaussian"), (V // 2, "gaussian"), (V + 2, "gaussian"))
+    return [draws_config(V, d, g["L"], Ns, seed, g["draws"], q=g["q"], kind=kind) for d, kind in ds]
 
 
 def b_embed_summary(records):
@@ -687,7 +687,7 @@ def b_scaling_configs(g, seed):
     point runs three steps, gradient information and Adam on N = 16, 32, ... up to top V^2/d
     (MODEL.md 4.8) and each learner's cap; Lmax = the longest L (draws paired over L)."""
     if not 1 / min(g["V"] + [g["V0"]]) < g["tau"] < 1 or g["d_contrast"] < g["V0"]:
-        raise ValueError(f"need 1/V < tau < 1 at every V and d_contrast >= V0; got tau="
+        raise ValueError(f"need 1/V < tau < 1 at every V, d_contrast >= V0 (set both); got tau="
                          f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
     pts = [(g["V0"], d, g["L0"]) for d in g["d"] + [g["d_contrast"]]]
     pts += [(g["V0"], g["d0"], L) for L in g["L"]] + [(V, V // 2, g["L0"]) for V in g["V"]]
@@ -794,10 +794,9 @@ def scaling_table(records, over):
         fitted = (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
                   f"(bounds left out; {out} of {len(p['boot']) - 1} resamples without an N*)")
         lines.append(f"{LEARNERS[m]}: " + (fitted if k > 1 else "no fit (< 2 N*, bounds left out)"))
-    ok = three["fit"]
     has = np.isfinite(three["n"]) & ~three["bound"]
     close = int(np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5)))
-    s = theory.loglog_slope(three["x"][ok], three["pred"][ok])      # nan: < 2 finite points
+    s = theory.loglog_slope(three["x"][three["fit"]], three["pred"][three["fit"]])   # nan: < 2
     lines.append(f"predicted (three steps): " + (f"N* ~ {over}^({s:+.2f})" if np.isfinite(s) else
                  "no fit") + f" over the points three steps' fit uses; predicted / measured "
                  f"within 1.5x at {close} of {has.sum()} points with a measured N* (d = V "

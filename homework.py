@@ -108,13 +108,16 @@ def _where(frames):       # ' at file:line' of the innermost frame in the projec
 
 
 def verdict(n, seen):
-    """passed or failed (per parameter the worst error checked, or why), or not attempted."""
+    """passed or failed (the worst error per case, m, and parameter, or why), or not attempted."""
     tests, worst = EXERCISES[n][1], {}
-    for what, errors in (r for t in tests for r in seen.measured.get(t, [])):
-        for k, e in errors.items():
-            k = k.split(" (")[0]                     # WKQ (query_norm given) is WKQ
-            worst[k] = max(worst.get(k, -1.0), float(e), key=lambda e: 9e99 if e != e else e)
-    numbers = f"{what} " + ", ".join(f"{k} {e:.1e}" for k, e in worst.items()) if worst else ""
+    for t in tests:
+        case = "m=" + re.findall(r"(\w+)[)]?]$", t)[0] + ": " if len(tests) > 1 else ""
+        for what, errors in seen.measured.get(t, []):
+            for k, e in errors.items():
+                k, w = k.split(" (")[0], worst.setdefault(case, {})   # WKQ (query_norm given)
+                w[k] = max(w.get(k, -1.0), float(e), key=lambda e: 9e99 if e != e else e)
+    numbers = "; ".join(f"{case}{what} " + ", ".join(f"{k} {e:.1e}" for k, e in w.items())
+                        for case, w in worst.items())
     errors = [seen.errors[t] for t in tests if t in seen.errors]
     asked = [int(m[1]) for _, e in errors if isinstance(e, NotImplementedError)
              for m in [re.match(r"exercise (\d+):", str(e))] if m]

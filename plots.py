@@ -17,7 +17,7 @@ import train                      # noqa: E402
 STYLE = {"savefig.dpi": 120, "figure.constrained_layout.use": True}   # laid out when saved
 TALK = dict(STYLE, **{"font.size": 14, "savefig.dpi": 150, "lines.linewidth": 2.2,
                       "lines.markersize": 7})    # --talk: type 1.4x (sizes below are relative
-TALK_SIZE = 1.3                                  # to font.size), figure 1.3x
+TALK_SIZE = 1.1                                  # to font.size), figure 1.1x
 
 
 def with_data(fig, path, data):
@@ -243,25 +243,23 @@ def fig_b_embed(records, path):
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     records = sorted(records, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
     for i, r in enumerate(records):
-        c = r["config"]
-        v = np.array(r["result"]["accuracy"])                     # (draws, len(Ns))
+        c, v = r["config"], np.array(r["result"]["accuracy"])     # v: (draws, len(Ns))
         N, acc, sd = np.array(c["Ns"]), v.mean(0), v.std(0, ddof=1)
         onehot = c["kind"] == "onehot"
         col = "k" if onehot else f"C{i}"
         ax.fill_between(N, np.clip(acc - sd, 0, 1), np.clip(acc + sd, 0, 1), color=col, alpha=0.15)
         ax.plot(N, acc, "o-", color=col, ms=3, label=f"one-hot, $d=V+2={c['d']}$" if onehot
                 else f"random, $d={c['d']}$")
-        if not onehot:
-            Nf = np.geomspace(N[0], N[-1], 8)
-            ax.plot(Nf, [theory.retrieval_accuracy_frozen(c["V"], n, c["d"], c["L"], c["q"],
-                                                          draws=16)[0] for n in Nf],
-                    ":", color=col, lw=1)                          # frozen-bias mean
+        if not onehot:                              # the formula's mean over 32 bias draws
+            ax.plot(N, [theory.retrieval_accuracy_frozen(c["V"], n, c["d"], c["L"], c["q"],
+                                                         draws=32)[0] for n in N], ":", color=col)
     Nf = np.geomspace(N[0], N[-1], 30)
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
+    ax.axhline(1 / c["V"], color="gray", lw=0.8, label="chance, 1/V")
     ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
-    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, q={c['q']:g}, "
-                 f"mean ± sd of {c['draws']} draws; dotted: predicted", fontsize="small")
+    ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, q={c['q']:g}, mean ± sd "
+                 f"of {c['draws']} draws; dotted: predicted (formula)", fontsize="small")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
@@ -362,8 +360,8 @@ def fig_b_scaling(records, path):
                 ylabel=rf"accuracy, three steps, V={c0['V0']}")
     axes[3].legend(fontsize="x-small", loc="upper left")
     fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); N*: where the mean "
-                 "accuracy over draws reaches τ; bars: 95% bootstrap interval over draws; large "
-                 "open circle, diamond, square: d ≥ V, not fitted; open triangle: a bound",
+                 f"accuracy over draws reaches τ = {c0['tau']:g}; bars: 95% bootstrap interval over "
+                 "draws; large open marker: d ≥ V, not fitted; open triangle: reached at the first N",
                  fontsize="small")
     return with_data(fig, path, {"collapse": pts, "rms": rms})
 

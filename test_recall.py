@@ -1301,8 +1301,15 @@ def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp
                  "linear_attention_textbook_backward"):
         _paste(copy, "recall.py", name)
     code, lines = _check(copy, "7")     # on exercise 1 and, through retrieval_backward, 6
-    assert code == 0 and re.fullmatch(r"exercise 7 three_step: passed \(relative error "
-                                      r"WKQ \S+, WV \S+\)", lines[0]), lines
+    assert code == 0 and re.fullmatch(r"exercise 7 three_step: passed \(m=None: relative error "
+                                      r"WKQ \S+, WV \S+; m=3: relative error WKQ \S+, WV \S+\)",
+                                      lines[0]), lines
+    _paste(copy, "recall.py", "retrieval_textbook_backward", lambda s: s.replace(" * (P > 0)", ""))
+    code, lines = _check(copy, "6")     # the mask dropped in the MLP case only: that case is named
+    m = re.fullmatch(r"exercise 6 retrieval_textbook_backward: failed \(m=None: relative gradient "
+                     r"error WKQ (\S+), WV (\S+); m=7: relative gradient error WKQ (\S+), WV \S+\)",
+                     lines[0])
+    assert code == 1 and m and max(map(float, m.groups()[:2])) < 1e-6 < 1e-2 < float(m[3]), lines
     fast = ["test_fast_transformer_matches_textbook_forward_and_backward",
             "test_fast_linear_attention_matches_textbook_forward_and_backward",
             "test_retrieval_fast_and_textbook_match_naive_loops"]

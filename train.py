@@ -351,9 +351,8 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
     if not todo:
         sys.stderr.write(f"{experiment}: nothing to run, every record is in {folder}/\n")
-    pool = None
-    if jobs > 1 and len(todo) > 1:                    # the workers leave Ctrl-C to the parent
-        pool = mp.Pool(min(jobs, len(todo)), signal.signal, (signal.SIGINT, signal.SIG_IGN))
+    pool = (mp.Pool(min(jobs, len(todo)), signal.signal, (signal.SIGINT, signal.SIG_IGN))
+            if jobs > 1 and len(todo) > 1 else None)  # the workers leave Ctrl-C to the parent
     show, t0, done = sys.stderr.isatty() and todo, time.time(), len(configs) - len(todo)
     try:
         runs = pool.imap_unordered(_run_record, todo) if pool else map(_run_record, todo)
@@ -387,7 +386,8 @@ def parse_value(key, text, current, choices=None):
     positive = all(type(x) in (int, float) and x >= 0 for x in known)   # numbers, none below 0
     sign = " non-negative" if 0 in known else " positive"
     want = (f"one of {', '.join(choices)}" if choices else "a positive number or none" if not known
-            else f"a{sign * positive} {type(known[0]).__name__} like {json.dumps(known[0])}")
+            else f"a{sign * positive} {type(known[0]).__name__} like {json.dumps(known[0])}"
+            + " or a list of them" * isinstance(current, list))
     values = value if isinstance(value, list) else [value]
     for v in values:
         if type(v) not in kinds or (positive and type(v) in (int, float) and (
