@@ -407,9 +407,9 @@ def main(argv=None):
                    help=f"any of {', '.join(FIGURES)} (default: every one with results)")
     p.add_argument("--results", default=train.RESULTS, help="results folder (default: results)")
     p.add_argument("--out", help="figure file (one EXPERIMENT only; default: figures/..., or "
-                   "RESULTS/... for a run with --set or another results folder)")
-    p.add_argument("--scale", choices=list(ex.SCALES) + ["custom"],
-                   help="draw the last run at this scale (default: the newest run)")
+                   "RESULTS/... after --set or with --results; some save their numbers as .json)")
+    p.add_argument("--scale", choices=list(ex.SCALES) + ["custom"], help="draw the last run at "
+                   "this scale (default: the newest run; custom: train.sweep called from Python)")
     p.add_argument("--talk", action="store_true", help="larger type and lines, for a projector")
     args = p.parse_args(argv)
     unknown = [n for n in args.experiments if n not in FIGURES]
