@@ -90,8 +90,7 @@ def fig_linear(records, path):
     (fig, ax), plotted = plt.subplots(figsize=(6.0, 4.4)), {}
     for key, color, style, label in [("cap99", "C0", "o-", "trained, 99%"),
                                      ("cap100", "C2", "s--", "trained, 100% (open squares)"),
-                                     ("hebb100", "C3", "^-",
-                                      r"Hebbian $W=\sum_x e_x u_x^\top$, 100%")]:
+                                     ("hebb100", "C3", "^-", r"Hebbian $\sum_x e_x u_x^\top$, 100%")]:
         c = fits.get(key, {}).get("c", float("nan"))
         plotted[key] = band(ax, ex.inside(records), lambda r: r["config"]["d"] ** 2, key, color,
                             f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)

@@ -143,7 +143,7 @@ def test_cross_entropy_gradient_and_stability():
     assert_worst({"dlogits": rel_error(dl, num)}, 1e-7)
     huge = np.array([[1e6, -1e6, 0.0], [-3e8, 2e8, 2e8]])
     loss, dl = rc.cross_entropy(huge, np.array([1, 2]))
-    assert np.isfinite(loss) and np.isfinite(dl).all()
+    assert np.isfinite(loss) and np.isfinite(dl).all(), "not finite at logits 1e6: shift by the max"
     assert loss == pytest.approx((2e6 + np.log(2)) / 2)
 
 
@@ -757,6 +757,21 @@ def test_set_unknown_key_or_bad_value_exits_2_naming_the_keys(args):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert args[1] != "nope=1" or "c_hi, c_lo, d, dmax, lr, ratio, seeds, steps" in r.stderr
+
+
+def test_a_run_that_fails_at_once_keeps_the_last_record_set_and_only_is_checked(tmp_path):
+    """A run stopped by a bad value before its first record leaves the previous record set (what
+    plots.py draws) in place; --only outside the grid is an error, with or without --list."""
+    out = str(tmp_path / "res")
+    assert run_cli("b_embed", "--scale", "tiny", "--out", out).returncode == 0
+    before = train.load_records(out, "b_embed", "tiny")
+    r = run_cli("b_embed", "--scale", "tiny", "--set", "V=1", "--out", out)
+    assert r.returncode == 2 and "V must be >= 2" in r.stderr, r.stderr
+    after = train.load_records(out, "b_embed", "tiny")
+    assert len(after[0]) == len(before[0]) == 4 and after[1] == before[1]
+    for extra in ([], ["--list"]):
+        r = run_cli("b_embed", "--scale", "tiny", "--only", "4", *extra, "--out", out)
+        assert r.returncode == 2 and "--only must be in [0, 4), got 4" in r.stderr, r.stderr
 
 
 def test_set_run_is_drawn_from_another_folder(tmp_path):

@@ -68,7 +68,7 @@ WIDEN = 64     # a capacity search widens its bracket up to WIDEN times its firs
 def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
     """Largest n with succeeds(n) (monotone in n), by bisection in log scale to hi/lo <= ratio
     from a guess [lo, hi] that widens to at most [1, widen * hi]; the caller reports either edge.
-    lo is tried first (a success stops its run early), hi only if no probe inside failed."""
+    lo is tried first (cheap: a trial that succeeds stops early), hi only if no probe failed."""
     lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi, got lo={lo}, hi={hi}")
@@ -341,15 +341,14 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
     configs = unique(configs)
     keys = [config_key(c) for c in configs]
     folder = os.path.join(out, experiment)
-    if only is not None and not 0 <= only < len(configs):
-        raise ValueError(f"--only must be in [0, {len(configs)}) for {experiment}, got {only}")
-    save_json(os.path.join(folder, f"_set-{scale}.json"),
-              {"experiment": experiment, "scale": scale, "set": overrides or {}, "keys": keys})
+    listing = (os.path.join(folder, f"_set-{scale}.json"),   # the record set a figure draws
+               {"experiment": experiment, "scale": scale, "set": overrides or {}, "keys": keys})
     if only is not None:
         configs, keys = [configs[only]], [keys[only]]
     paths = [os.path.join(folder, k + ".json") for k in keys]
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
     if not todo:
+        save_json(*listing)
         sys.stderr.write(f"{experiment}: nothing to run, every record is in {folder}/\n")
     pool = (mp.Pool(min(jobs, len(todo)), signal.signal, (signal.SIGINT, signal.SIG_IGN))
             if jobs > 1 and len(todo) > 1 else None)  # the workers leave Ctrl-C to the parent
@@ -358,6 +357,7 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
         runs = pool.imap_unordered(_run_record, todo) if pool else map(_run_record, todo)
         for n, (path, record) in enumerate(runs, 1):
             save_json(path, record)
+            save_json(*listing)     # not before a record: a run that fails at once keeps the last
             if show:
                 el = time.time() - t0
                 sys.stderr.write(f"\r{experiment}: {done + n}/{len(configs)} done, {el:.0f} s, "
@@ -439,8 +439,9 @@ def main(argv=None):
                              f"{', '.join(sorted(grid))}")
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
         configs = unique(e["configs"](dict(grid, **sets), args.seed))   # as sweep runs them
-        if not configs:
-            raise ValueError(f"no configuration of {name} is left with these settings")
+        if not configs or not 0 <= (args.only or 0) < len(configs):
+            raise ValueError(f"no configuration of {name} is left with these settings" if not
+                             configs else f"--only must be in [0, {len(configs)}), got {args.only}")
         if args.list:
             for i, c in enumerate(configs):
                 done = os.path.exists(os.path.join(args.out, name, config_key(c) + ".json"))
