@@ -283,8 +283,7 @@ def fig_b_mlp(records, path):
                         capsize=2, label=lab)
         for a, col in (("adam", "C2"), ("three_step", "k")):
             att = arms[a, d, None, False]                               # attention only
-            ax.axhspan(att.mean() - att.std(ddof=1), att.mean() + att.std(ddof=1), color=col,
-                       alpha=0.1)
+            ax.axhspan(*att.mean() + np.array([-1, 1]) * att.std(ddof=1), color=col, alpha=0.1)
             ax.axhline(att.mean(), color=col, ls="--", label=f"{ex.LEARNERS[a]}, attention only "
                        "(± 1 sd)")
         ax.plot(x, [theory.retrieval_accuracy(V, N, d, L, q, m) for m in ms], "C0:",
@@ -297,8 +296,9 @@ def fig_b_mlp(records, path):
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize="x-small", loc="outside lower "
                "center", ncol=3)
-    fig.suptitle(f"V={V}, L={L}; three steps: N={N}, q={q:g}, {c['draws']} paired draws; "
-                 f"Adam: N={adam['Ns'][0]}, {adam['draws']} paired draws", fontsize="small")
+    fig.suptitle(f"V={V}, L={L}; three steps: N={N}, query norm q={q:g}, {c['draws']} draws; Adam: "
+                 f"N={adam['Ns'][0]}, {adam['draws']} draws\npaired: every arm on the same draws; "
+                 "centred: the MLP's features minus their mean over tokens", fontsize="small")
     return fig
 
 
