@@ -90,7 +90,7 @@ def fig_linear(records, path):
     (fig, ax), plotted = plt.subplots(figsize=(6.0, 4.4)), {}
     for key, color, style, label in [("cap99", "C0", "o-", "trained, 99%"),
                                      ("cap100", "C2", "s--", "trained, 100% (open squares)"),
-                                     ("hebb100", "C3", "^-", r"Hebbian $\sum_x e_x u_x^\top$, 100%")]:
+                                     ("hebb100", "C3", "^-", r"Hebbian $\sum e_x u_x^\top$, 100%")]:
         c = fits.get(key, {}).get("c", float("nan"))
         plotted[key] = band(ax, ex.inside(records), lambda r: r["config"]["d"] ** 2, key, color,
                             f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
@@ -359,9 +359,9 @@ def fig_b_scaling(records, path):
                 ylabel=rf"accuracy, three steps, V={c0['V0']}")
     axes[3].legend(fontsize="x-small", loc="upper left")
     fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); N*: where the mean "
-                 f"accuracy over draws reaches τ = {c0['tau']:g}; bars: 95% bootstrap interval over "
-                 "draws; large open marker: d ≥ V, not fitted; open triangle: reached at the first N",
-                 fontsize="small")
+                 f"accuracy over draws reaches τ = {c0['tau']:g}; bars: 95% bootstrap interval "
+                 "over draws; large open marker: d ≥ V, not fitted; open triangle: reached at the "
+                 "first N", fontsize="small")
     return with_data(fig, path, {"collapse": pts, "rms": rms})
 
 

@@ -128,7 +128,7 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
 
 def sample_retrieval(task, N, rng, Lmax=None):
     """N sequences: tokens (N, L) uniform on [V], the informative position pos (N,) uniform on [L],
-    labels (N,) = perm[tokens[n, pos[n]]]; paired at every L <= Lmax; nested in N: slice (MODEL.md 3)."""
+    labels (N,) = perm[tokens[n, pos[n]]]; paired over L <= Lmax; slice to nest N (MODEL.md 3)."""
     N, V, L = _check_int("N", N), task["V"], task["L"]
     Lmax = L if Lmax is None else Lmax
     if Lmax < L:
