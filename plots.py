@@ -30,7 +30,8 @@ def log_axes(ax, xlabel, ylabel, title, ncol=2, dy=-0.14):
     """Log-log axes with these labels, the title, and the legend below the axes."""
     ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize="medium")
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, dy), ncol=ncol)
+    ax.legend(fontsize="small", loc="upper center", ncol=ncol,     # lower for larger type
+              bbox_to_anchor=(0.5, dy * plt.rcParams["font.size"] / 10))
 
 
 # ----------------------------------------------------------------------------- paper A
@@ -158,8 +159,8 @@ def fig_facts(records, path):
                         bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20)
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ on "
-             f"{cfg['n_test']} fresh prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, "
+    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ "
+             f"of {cfg['n_test']} prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, "
              f"$T$={cfg['T']}, $d_hH = a d$, $m = b d$", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
@@ -383,15 +384,14 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
                                 f"{results}/{name}/: run `{run}` first")
     folder = "figures" if listed["scale"] == "small" else os.path.join("figures", listed["scale"])
     folder = results if results != train.RESULTS or listed["set"] else folder   # custom: beside
-    default = "fig5_sequential.png" if name == "fig5" else f"{name}.png"
-    path = path or os.path.join(folder, default)
+    path = path or os.path.join(folder, "fig5_sequential.png" if name == "fig5" else f"{name}.png")
     path += "" if os.path.splitext(path)[1] else ".png"          # what savefig writes
     with plt.rc_context(TALK if talk else STYLE):
         fig = FIGURES[name](records, path)
         head = [f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
                 f"{len(listed['keys'])} runs"]                      # a header: the record set,
         head += [f"--set {k}={json.dumps(v)}" for k, v in listed["set"].items()]   # a line each
-        fig.text(0.01, 1.0, "\n".join(h if len(h) <= 80 else h[:77] + "..." for h in head),
+        fig.text(0.01, 1.02, "\n".join(h if len(h) <= 80 else h[:77] + "..." for h in head),
                  fontsize="x-small", color="0.35", va="bottom")
         fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
