@@ -124,9 +124,9 @@ def fig_mlp(records, path):
                 label=f"{ref} (authors)")
         f = fits.get(regime, {})
         log_axes(ax, r"$m \cdot d$", r"capacity $N$ (99% recalled)",
-                 f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law}, $c$ = "
-                 f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} bits/param",
-                 dy=-0.2)
+                 f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law},\n$c$ = "
+                 f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} bits per "
+                 "param (2md params)", dy=-0.2)
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
