@@ -174,8 +174,9 @@ def inside(records):
 
 def fits_text(name, fits, searches=()):
     """One line per fit; a pair [lo, hi], named *_95, is a 95% interval (seed_interval)."""
-    def text(x):
-        return f"[{x[0]:.3g}, {x[1]:.3g}]" if isinstance(x, list) else f"{x:.3g}"
+    def text(x):                       # an interval needs two seeds of every size
+        return (("n/a (one seed)" if math.isnan(x[0]) else f"[{x[0]:.3g}, {x[1]:.3g}]")
+                if isinstance(x, list) else x if isinstance(x, str) else f"{x:.3g}")
     lines = [f"{name} {key}: " + ", ".join(f"{k} = {text(x)}" for k, x in v.items())
              for key, v in fits.items()]
     if any(k.endswith("_95") for v in fits.values() for k in v):
@@ -404,8 +405,8 @@ def tradeoff_fits(records):
     + mlp / c_mlp = facts through the measured frontier (the authors' frontier: 4.49, 2.25)."""
     facts = records[0]["result"]["facts"]
     front = [(a, m) for a, m in tradeoff_frontier(records) if m is not None]
-    out = {"facts": facts, "frontier points": len(front),
-           "monotone": float(all(m1 >= m2 for (_, m1), (_, m2) in zip(front, front[1:])))}
+    falls = all(m1 >= m2 for (_, m1), (_, m2) in zip(front, front[1:]))   # more attention, less MLP
+    out = {"facts": facts, "frontier points": len(front), "monotone": "yes" if falls else "no"}
     if len(front) >= 2:
         inv = np.linalg.lstsq(np.array(front, float), np.full(len(front), float(facts)),
                               rcond=None)[0]

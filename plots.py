@@ -153,10 +153,9 @@ def fig_facts(records, path):
         plotted[fam] = [p.tolist(), F.tolist()]
         first = min(r["config"]["seed"] for r in rs)          # one label per size, its first seed
         for c, x in ((r["config"], r["result"]) for r in rs if r["config"]["seed"] == first):
-            ax.annotate(f"d={c['d']},H={c['H']}",
-                        (x["params"], x["facts_fresh99"]), fontsize="x-small", xytext=(-6, 0),
-                        zorder=4, textcoords="offset points", ha="right", va="center",
-                        bbox={"fc": "w", "ec": "none", "pad": 0.5})
+            ax.annotate(f"d={c['d']},H={c['H']}", (x["params"], x["facts_fresh99"]),
+                        fontsize="x-small", xytext=(-6, 0), zorder=4, textcoords="offset points",
+                        ha="right", va="center", bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20)
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
     log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ "
@@ -211,9 +210,8 @@ def fig_tradeoff(records, path):
              rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})",
              f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
              f"$d_h={cfg['dh']}$", ncol=1)
-    ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
-    ax.set_xticks(attn, [str(a) for a in attn])
-    ax.set_yticks(mlp, [str(m) for m in mlp])
+    ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]), xticks=attn, xticklabels=attn, yticks=mlp,
+           yticklabels=mlp)           # in this order: the ticks, then their labels
     ax.minorticks_off()
     return with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
                                              "frontier": front}, "fits": fits})
@@ -391,6 +389,8 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
         head = [f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
                 f"{len(listed['keys'])} runs"]                      # a header: the record set,
         head += [f"--set {k}={json.dumps(v)}" for k, v in listed["set"].items()]   # a line each
+        edge = len(records) - len(ex.inside(records)) if "lo_fails" in records[0]["result"] else 0
+        head += [f"{edge} of {len(records)} searches hit an edge: bounds, not drawn"] * bool(edge)
         fig.text(0.01, 1.02, "\n".join(h if len(h) <= 80 else h[:77] + "..." for h in head),
                  fontsize="x-small", color="0.35", va="bottom")
         fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))

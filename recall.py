@@ -82,9 +82,8 @@ def make_facts(S, R, D, rng, T=32, structured=False):
         table = (np.arange(S)[:, None] * D // S) + D * np.arange(R)[None, :]
     else:
         table = rng.integers(0, D, size=(S, R)) + D * np.arange(R)[None, :]
-    return {"S": S, "R": R, "D": D, "T": T, "n_noise": n_noise,
-            "vocab": S + R + n_noise + 1, "eos": S + R + n_noise,
-            "n_answers": D * R, "table": table}
+    return {"S": S, "R": R, "D": D, "T": T, "n_noise": n_noise, "vocab": S + R + n_noise + 1,
+            "eos": S + R + n_noise, "n_answers": D * R, "table": table}
 
 
 def sample_facts(task, B, rng, subjects=None, relations=None):
@@ -208,9 +207,8 @@ def _transformer_inputs(params, fixed, tokens):
         raise ValueError("transformer params['WQ'] must be an (H, d, dh) array")
     H, _, dh = WQ.shape
     m = np.size(params.get("b1"))                  # b1 (m,); a wrong b1 is named below
-    _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh), "WV": (H, d, dh),
-                                          "WO": (H * dh, d), "W1": (d, m), "b1": (m,),
-                                          "W2": (m, d)})
+    _check_params("transformer", params, {"WQ": (H, d, dh), "WK": (H, d, dh),
+                  "WV": (H, d, dh), "WO": (H * dh, d), "W1": (d, m), "b1": (m,), "W2": (m, d)})
     return _check_tokens("tokens", tokens, len(E), 2), H, dh
 
 

@@ -320,7 +320,7 @@ def test_adam_and_sgd_steps_by_hand():
                                         -2.0 + 0.1 * 4 / (4 + 1e-8)])
 
 
-def test_edge_capacities_are_reported_not_fitted(tmp_path):
+def test_edge_capacities_are_reported_not_fitted(tmp_path, monkeypatch):
     """A search that ends at a bracket edge is a bound: counted in the summary, left out of the
     means, the fits and the figure; a figure whose every search ended at an edge still draws."""
     def rec(d, seed, N, edge=False):
@@ -342,6 +342,13 @@ def test_edge_capacities_are_reported_not_fitted(tmp_path):
     assert "7 of 7 searches" in ex.facts_summary(edges) and "(edge: at most)" in ex.facts_summary(
         edges) and "(edge: at least)" in ex.facts_summary(recs)
     plots.fig_facts(edges, str(tmp_path / "facts.png"))     # nothing measured: an empty figure
+    listed, heads = {"experiment": "linear", "scale": "small", "set": {}, "keys": [0] * 7}, []
+    monkeypatch.setattr(train, "load_records", lambda *a: (recs, listed))   # the header says so
+    monkeypatch.setattr(plt.Figure, "savefig",
+                        lambda fig, *a, **k: heads.append(fig.texts[0].get_text()))
+    plots.draw("linear", path=str(tmp_path / "h.png"))
+    assert heads == ["linear: scale small, 7 of 7 runs\n1 of 7 searches hit an edge: bounds, not "
+                     "drawn"]
 
 
 def test_bisect_capacity_finds_threshold():
@@ -658,10 +665,10 @@ def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
     # attn / ca + mlp / cm = 10 through (10, 4) and (20, 1): 1/ca = 3/7, 1/cm = 10/7
     assert fit["attn_params_per_fact"] == pytest.approx(7 / 3)
     assert fit["mlp_params_per_fact"] == pytest.approx(0.7)
-    assert fit["monotone"] == 1.0
+    assert fit["monotone"] == "yes"
     fake.append({"result": {"attn_params": 40, "mlp_params": 4, "fresh_acc": 1.0, "facts": 10}})
     fake.append({"result": {"attn_params": 40, "mlp_params": 1, "fresh_acc": 0.5, "facts": 10}})
-    assert ex.tradeoff_fits(fake)["frontier"]["monotone"] == 0.0
+    assert ex.tradeoff_fits(fake)["frontier"]["monotone"] == "no"
     recs = train.sweep("tradeoff", ex.tradeoff_configs(ex.TRADEOFF["tiny"], 0), ex.tradeoff_one,
                        str(tmp_path))
     assert len(recs) == 4 and all(r["config"]["dtype"] == "float32" for r in recs)
@@ -751,7 +758,8 @@ def test_set_error_shows_the_example_as_json_and_says_positive_only_for_numbers(
 
 
 @pytest.mark.parametrize("args", [["--set", "nope=1"], ["--set", "d=abc"], ["--set", "d=2.5"],
-                                  ["--set", "d"], ["--set", "steps=-3"], ["--seed", "-1"]])
+                                  ["--set", "d"], ["--set", "steps=-3"], ["--seed", "-1"],
+                                  ["--set", "d=8", "--set", "d=11"]])
 def test_set_unknown_key_or_bad_value_exits_2_naming_the_keys(args):
     r = run_cli("linear", *args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
@@ -1354,6 +1362,8 @@ def test_seed_interval_covers_the_fit_and_needs_two_seeds():
     assert 0 < widths[0] < widths[1] / 3
     assert np.isnan(ex.seed_interval([1, 2, 4], lambda k: 0.0)).all()
     assert "c = [1, 2]" in ex.fits_text("t", {"f": {"c": [1.0, 2.0]}})
+    text = ex.fits_text("t", {"f": {"c_95": [math.nan] * 2, "monotone": "yes"}})   # words as words
+    assert "c_95 = n/a (one seed), monotone = yes" in text and "nan" not in text
 
 
 def test_adam_settings_do_not_rerun_other_learners():

@@ -434,9 +434,10 @@ def main(argv=None):
         if args.seed < 0 or args.jobs < 1:
             raise ValueError(f"need --seed >= 0 and --jobs >= 1, got {args.seed}, {args.jobs}")
         unknown = sorted(set(texts) - set(grid))
-        if unknown:
+        if unknown or len(texts) < len(args.set):       # a field given twice: which one counts?
             raise ValueError(f"--set {unknown[0]}: not a field of {name}'s grid; its fields are "
-                             f"{', '.join(sorted(grid))}")
+                             f"{', '.join(sorted(grid))}" if unknown else
+                             "--set names a field twice: give each field once")
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
         configs = unique(e["configs"](dict(grid, **sets), args.seed))   # as sweep runs them
         if not configs or not 0 <= (args.only or 0) < len(configs):
