@@ -324,7 +324,7 @@ def facts_fits(records):
 
 def facts_summary(records):
     rows = ["| family: dh H = a d, m = b d | d | H | dh | m | params | seed | S (fresh 99%) | "
-            "facts/param |", "|---" * 9 + "|"]
+            "facts/param (facts S^2) |", "|---" * 9 + "|"]
     for r in sorted(records, key=lambda r: (r["config"]["b"], r["result"]["params"],
                                             r["config"]["seed"])):
         c, x = r["config"], r["result"]
@@ -407,10 +407,10 @@ def tradeoff_fits(records):
     front = [(a, m) for a, m in tradeoff_frontier(records) if m is not None]
     falls = all(m1 >= m2 for (_, m1), (_, m2) in zip(front, front[1:]))   # more attention, less MLP
     out = {"facts": facts, "frontier points": len(front), "monotone": "yes" if falls else "no"}
-    if len(front) >= 2:
-        inv = np.linalg.lstsq(np.array(front, float), np.full(len(front), float(facts)),
-                              rcond=None)[0]
-        out["attn_params_per_fact"], out["mlp_params_per_fact"] = (float(1 / v) for v in inv)
+    if len(front) < 2:                                   # one point: no line, and no order
+        return {"frontier": dict(out, monotone="n/a", fit="needs two frontier points")}
+    inv = np.linalg.lstsq(np.array(front, float), np.full(len(front), float(facts)), rcond=None)[0]
+    out["attn_params_per_fact"], out["mlp_params_per_fact"] = (float(1 / v) for v in inv)
     return {"frontier": out}
 
 

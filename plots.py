@@ -92,9 +92,9 @@ def fig_linear(records, path):
     for key, color, style, label in [("cap99", "C0", "o-", "trained, 99%"),
                                      ("cap100", "C2", "s--", "trained, 100% (open squares)"),
                                      ("hebb100", "C3", "^-", r"Hebbian $\sum e_x u_x^\top$, 100%")]:
-        c = fits.get(key, {}).get("c", float("nan"))
+        fit = f"fit $c$={fits[key]['c']:.2f}" if key in fits else "no fit: nothing measured"
         plotted[key] = band(ax, ex.inside(records), lambda r: r["config"]["d"] ** 2, key, color,
-                            f"{label} (fit $c$={c:.2f})", style, 9 if key == "cap100" else None)
+                            f"{label} ({fit})", style, 9 if key == "cap100" else None)
     dd = np.geomspace(min(ds) / 1.2, max(ds) * 1.2, 50)      # visible for a single d too
     for c, style, label in [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2N\ln N$ (sharp, large $d$)"),
                             (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]:

@@ -342,6 +342,8 @@ def test_edge_capacities_are_reported_not_fitted(tmp_path, monkeypatch):
     assert "7 of 7 searches" in ex.facts_summary(edges) and "(edge: at most)" in ex.facts_summary(
         edges) and "(edge: at least)" in ex.facts_summary(recs)
     plots.fig_facts(edges, str(tmp_path / "facts.png"))     # nothing measured: an empty figure
+    legend = plots.fig_linear(edges, str(tmp_path / "e.png")).axes[0].get_legend().get_texts()
+    assert "trained, 99% (no fit: nothing measured)" in [t.get_text() for t in legend]
     listed, heads = {"experiment": "linear", "scale": "small", "set": {}, "keys": [0] * 7}, []
     monkeypatch.setattr(train, "load_records", lambda *a: (recs, listed))   # the header says so
     monkeypatch.setattr(plt.Figure, "savefig",
@@ -669,6 +671,9 @@ def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
     fake.append({"result": {"attn_params": 40, "mlp_params": 4, "fresh_acc": 1.0, "facts": 10}})
     fake.append({"result": {"attn_params": 40, "mlp_params": 1, "fresh_acc": 0.5, "facts": 10}})
     assert ex.tradeoff_fits(fake)["frontier"]["monotone"] == "no"
+    one = ex.tradeoff_fits(fake[:3])["frontier"]                        # a frontier of one cell
+    assert (one["monotone"], one["fit"], "attn_params_per_fact" in one) == (
+        "n/a", "needs two frontier points", False)
     recs = train.sweep("tradeoff", ex.tradeoff_configs(ex.TRADEOFF["tiny"], 0), ex.tradeoff_one,
                        str(tmp_path))
     assert len(recs) == 4 and all(r["config"]["dtype"] == "float32" for r in recs)

@@ -437,7 +437,7 @@ def main(argv=None):
         if unknown or len(texts) < len(args.set):       # a field given twice: which one counts?
             raise ValueError(f"--set {unknown[0]}: not a field of {name}'s grid; its fields are "
                              f"{', '.join(sorted(grid))}" if unknown else
-                             "--set names a field twice: give each field once")
+                             f"--set names a field twice ({' '.join(args.set)}): give each once")
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
         configs = unique(e["configs"](dict(grid, **sets), args.seed))   # as sweep runs them
         if not configs or not 0 <= (args.only or 0) < len(configs):
