@@ -125,9 +125,8 @@ def main(argv=None):
     print(f"float32; plain 1024x1024 matmul: {gf:.1f} GFLOP/s")
     jax_steps = [j for j in [jax_transformer_step()] if j is not None]
     print("\ntransformer Adam step (forward + backward + Adam), H=8, dh=d/8, m=d, B=1024, T=32")
-    print("JAX: a jit-compiled Adam step of the same algebra (per vocabulary entry) on one thread, "
-          "timed alternately with ours in this run" if jax_steps else "JAX: not importable here, "
-          "so no side-by-side JAX timing (install jax in the Python running bench.py to get one)")
+    print("JAX: the same step, jit-compiled, one thread, timed alternately with ours" if jax_steps
+          else "JAX: not importable here (install jax in the Python running bench.py for a column)")
     print("    d   ours ms  textbook ms  speed-up  GFLOP/s  % matmul"
           + ("    JAX ms JAX / ours  1.5x JAX needs % matmul" if jax_steps else ""))
     for d in [32, 64, 128]:
