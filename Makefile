@@ -18,7 +18,7 @@ export MKL_NUM_THREADS ?= 1
 
 FIGURES = fig5 linear mlp facts tradeoff \
           b_agree b_embed b_mlp b_scaling
-# families takes nearly as long as all of these together (RESULTS.md): it runs on its own
+# families takes about as long as all of these together (RESULTS.md): it runs on its own
 EXPERIMENTS = $(FIGURES) families
 
 .PHONY: test figures demo clean bench homework check $(EXPERIMENTS)
