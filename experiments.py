@@ -350,8 +350,7 @@ def families_configs(g, seed):
     if any(len(f) != 3 or (f[2] is not None and not 1 <= f[2] == int(f[2])) for f in g["families"]):
         raise ValueError(f"each family is [a, b, H] with H null or a whole number >= 1, got "
                          f"{g['families']}")
-    return [c for a, b, H in g["families"]
-            for c in facts_configs(dict(g, a=[a], b=[b], H=H), seed)]
+    return [c for a, b, H in g["families"] for c in facts_configs(dict(g, a=[a], b=[b], H=H), seed)]
 
 
 families_one, families_summary = facts_one, facts_summary    # the same runs, per family

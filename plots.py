@@ -113,9 +113,8 @@ def fig_mlp(records, path):
         rs = [r for r in ex.inside(records) if r["config"]["regime"] == regime]
         for i, alpha in enumerate(sorted({r["config"]["alpha"] for r in rs})):
             sub = [r for r in rs if r["config"]["alpha"] == alpha]
-            plotted[f"{regime} alpha={alpha}"] = band(
-                ax, sub, lambda r: r["result"]["md"], "cap99", f"C{i}", rf"$m = {alpha}\,d$",
-                "osD^v"[i % 5] + "-", 5 + 2 * i)
+            plotted[f"{regime} alpha={alpha}"] = band(ax, sub, lambda r: r["result"]["md"], "cap99",
+                f"C{i}", rf"$m = {alpha}\,d$", "osD^v"[i % 5] + "-", 5 + 2 * i)
         if not rs:
             continue
         md_all = [r["result"]["md"] for r in rs]
@@ -123,10 +122,9 @@ def fig_mlp(records, path):
         ax.plot(xx, [theory.mlp_reference_N(v, regime) for v in xx], "k:", lw=1,
                 label=f"{ref} (authors)")
         f = fits.get(regime, {})
-        log_axes(ax, r"$m \cdot d$", r"capacity $N$ (99% recalled)",
-                 f"MLP memory, {regime.replace('M=', '$M = $')}: fit {law},\n$c$ = "
-                 f"{f.get('c', np.nan):.2f}, {f.get('bits_per_param', np.nan):.2f} bits per "
-                 "param (2md params)", dy=-0.2)
+        log_axes(ax, r"$m \cdot d$", r"capacity $N$ (99% recalled)", f"MLP memory, "
+                 f"{regime.replace('M=', '$M = $')}: fit {law},\n$c$ = {f.get('c', np.nan):.2f}, "
+                 f"{f.get('bits_per_param', np.nan):.2f} bits per param (2md params)", dy=-0.2)
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 

@@ -785,6 +785,11 @@ def test_a_run_that_fails_at_once_keeps_the_last_record_set_and_only_is_checked(
     for extra in ([], ["--list"]):
         r = run_cli("b_embed", "--scale", "tiny", "--only", "4", *extra, "--out", out)
         assert r.returncode == 2 and "--only must be in [0, 4), got 4" in r.stderr, r.stderr
+    for only in (-1, 1):                                 # from Python: not the last, not an error
+        with pytest.raises(ValueError, match=r"only must be in \[0, 1\)"):
+            train.sweep("fig5", [_tiny_fig5(0)], ex.fig5_one, out, only=only)
+    r = run_cli("facts", "--scale", "tiny", "--set", "H=3", "--list")   # 3 heads divide no d
+    assert r.returncode == 2 and "facts_configs in experiments.py" in r.stderr, r.stderr
 
 
 def test_set_run_is_drawn_from_another_folder(tmp_path):

@@ -343,7 +343,9 @@ def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom", ove
     folder = os.path.join(out, experiment)
     listing = (os.path.join(folder, f"_set-{scale}.json"),   # the record set a figure draws
                {"experiment": experiment, "scale": scale, "set": overrides or {}, "keys": keys})
-    if only is not None:
+    if only is not None:                   # main checks it before --list; this for Python callers
+        if not 0 <= only < len(configs):
+            raise ValueError(f"only must be in [0, {len(configs)}), got {only}")
         configs, keys = [configs[only]], [keys[only]]
     paths = [os.path.join(folder, k + ".json") for k in keys]
     todo = [(p, experiment, run_one, c) for c, p in zip(configs, paths) if not os.path.exists(p)]
@@ -441,8 +443,9 @@ def main(argv=None):
         sets = {k: parse_value(k, t, grid[k], ex.CHOICES.get(k)) for k, t in texts.items()}
         configs = unique(e["configs"](dict(grid, **sets), args.seed))   # as sweep runs them
         if not configs or not 0 <= (args.only or 0) < len(configs):
-            raise ValueError(f"no configuration of {name} is left with these settings" if not
-                             configs else f"--only must be in [0, {len(configs)}), got {args.only}")
+            raise ValueError(f"no configuration of {name} is left with these settings (the rules "
+                             f"that drop some: {name}_configs in experiments.py)" if not configs
+                             else f"--only must be in [0, {len(configs)}), got {args.only}")
         if args.list:
             for i, c in enumerate(configs):
                 done = os.path.exists(os.path.join(args.out, name, config_key(c) + ".json"))
