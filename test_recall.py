@@ -764,7 +764,7 @@ def test_set_error_shows_the_example_as_json_and_says_positive_only_for_numbers(
 
 @pytest.mark.parametrize("args", [["--set", "nope=1"], ["--set", "d=abc"], ["--set", "d=2.5"],
                                   ["--set", "d"], ["--set", "steps=-3"], ["--seed", "-1"],
-                                  ["--set", "d=8", "--set", "d=11"]])
+                                  ["--set", "d=8", "--set", "d =11"]])
 def test_set_unknown_key_or_bad_value_exits_2_naming_the_keys(args):
     r = run_cli("linear", *args)
     assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -430,7 +430,7 @@ def main(argv=None):
     parser = build_parser(ex.EXPERIMENTS)
     args = parser.parse_args(argv)
     name, e = args.experiment, ex.EXPERIMENTS[args.experiment]
-    texts = dict(s.split("=", 1) if "=" in s else (s, "") for s in args.set)
+    texts = {k.strip(): v.strip() for k, _, v in (s.partition("=") for s in args.set)}  # "d = 8"
     grid = e["grid"][args.scale]
     try:
         if args.seed < 0 or args.jobs < 1:
