@@ -156,7 +156,7 @@ def fig_facts(records, path):
                         ha="right", va="center", bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(P.min() / 1.5, P.max() * 1.5, 20)
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
-    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$ ($\geq 99\%$ "
+    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$" "\n" r"($\geq 99\%$ "
              f"of {cfg['n_test']} prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, "
              f"$T$={cfg['T']}, $d_hH = a d$, $m = b d$", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -205,7 +205,7 @@ def fig_tradeoff(records, path):
                 lw=1.5, label=f"fit: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
     heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
     log_axes(ax, rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
-             rf"MLP parameters $d\,m$ ($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})",
+             rf"MLP parameters $d\,m$" f"\n($m$ = {', '.join(str(m // cfg['d']) for m in mlp)})",
              f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
              f"$d_h={cfg['dh']}$", ncol=1)
     ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]), xticks=attn, xticklabels=attn, yticks=mlp,
@@ -229,7 +229,7 @@ def fig_b_agree(records, path):
             ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
                         [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
     ax.set(xlabel="measured accuracy (mean ± sd over draws)",
-           xlim=(0, 1), ylim=(0, 1), ylabel="predicted accuracy (frozen label bias; mean ± sd)")
+           xlim=(0, 1), ylim=(0, 1), ylabel="predicted (frozen label bias; mean ± sd)")
     ax.legend(fontsize="small", title="three steps", loc="upper center", bbox_to_anchor=(.5, -.14))
     return fig
 
