@@ -570,7 +570,7 @@ def b_agree_one(cfg):
 
 
 def agreement_rows(records):
-    """Per point: measured mean and sd over the draws; the draws' predictions pooled (sd^2 =
+    """Per point: measured mean, sd, se over the draws; the draws' predictions pooled (sd^2 =
     mean within-draw variance sd_b^2 + variance of the draws' means: |z_trig|^2, Monte Carlo)."""
     rows = []
     for r in records:
@@ -578,9 +578,9 @@ def agreement_rows(records):
         acc, pr = np.array(res["accuracy"])[:, 0], np.array(res["predicted"])
         sd_b = np.sqrt(np.mean(pr[:, 1] ** 2))
         rows.append(dict(key=(c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m")),
-                         att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc),
-                         meas_sd=acc.std(ddof=1), pred=pr[:, 0].mean(), sd_b=sd_b,
-                         pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
+                         att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc), sd_b=sd_b,
+                         meas_sd=acc.std(ddof=1), se=acc.std(ddof=1) / len(acc) ** .5,
+                         pred=pr[:, 0].mean(), pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
                          fresh=np.mean(res["fresh"]), hidden=bool(c.get("hidden"))))
     return sorted(rows, key=lambda w: [w["hidden"]] + [v or 0 for v in w["key"]])
 
@@ -588,13 +588,13 @@ def agreement_rows(records):
 def b_agree_summary(records):
     rows = agreement_rows(records)
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
-             "diff | sd without z2 spread | fresh-noise formula |", "|" + "---|" * 13]
+             "diff ± se | sd without z2 spread | fresh-noise formula |", "|" + "---|" * 13]
     for w in rows:
         lines.append(f"| {'hidden' if w['hidden'] else 'tuning'} | "
                      + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
-                     f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {w['pred'] - w['meas']:+.3f} | "
-                     f"{w['sd_b']:.3f} | {w['fresh']:.3f} |")
+                     f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {w['pred'] - w['meas']:+.3f} ± "
+                     f"{w['se']:.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} |")
     for name in ("tuning", "hidden"):
         w = [r for r in rows if r["hidden"] == (name == "hidden")]
         lines += [agreement_stats(w, name)] if w else []

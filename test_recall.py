@@ -1425,3 +1425,14 @@ def test_own_count_moves_both_parts_of_the_lead():
     t = min(theory._token_nodes(V, N, d, L, 10.0)[0], key=lambda t: abs(t["x"]))   # typical
     weight = t["S"] * np.sqrt(t["v_c"] / (N / V))
     assert abs(np.mean(slopes) - weight) < 0.15 and np.mean(slopes) > 1.85 > np.sqrt(3)
+
+
+def test_b_agree_table_prints_each_diff_with_the_measured_mean_s_standard_error():
+    acc = [0.2, 0.4, 0.3, 0.5]
+    rec = {"config": {"V": 16, "Ns": [99], "d": 8, "L": 4, "q": 10.0, "m": None},
+           "result": {"accuracy": [[a] for a in acc], "predicted": [[0.3, 0.05]] * 4,
+                      "attention": [1.0] * 4, "fresh": [0.4] * 4}}
+    row, = ex.agreement_rows([rec])
+    assert row["se"] == pytest.approx(np.std(acc, ddof=1) / 2)
+    line = ex.b_agree_summary([rec]).splitlines()[2]
+    assert f"{0.3 - 0.35:+.3f} ± {row['se']:.3f} |" in line
