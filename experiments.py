@@ -570,8 +570,8 @@ def b_agree_one(cfg):
 
 
 def agreement_rows(records):
-    """Per point: measured mean, sd, se over the draws; the draws' predictions pooled (sd^2 =
-    mean within-draw variance sd_b^2 + variance of the draws' means: |z_trig|^2, Monte Carlo)."""
+    """Per point: measured mean, sd, and se of the mean paired diff (draw k's predicted - measured);
+    the draws' predictions pooled (sd^2 = within-draw sd_b^2 + variance of the draws' means)."""
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
@@ -579,7 +579,7 @@ def agreement_rows(records):
         sd_b = np.sqrt(np.mean(pr[:, 1] ** 2))
         rows.append(dict(key=(c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m")),
                          att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc), sd_b=sd_b,
-                         meas_sd=acc.std(ddof=1), se=acc.std(ddof=1) / len(acc) ** .5,
+                         meas_sd=acc.std(ddof=1), se=(pr[:, 0] - acc).std(ddof=1) / len(acc) ** .5,
                          pred=pr[:, 0].mean(), pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
                          fresh=np.mean(res["fresh"]), hidden=bool(c.get("hidden"))))
     return sorted(rows, key=lambda w: [w["hidden"]] + [v or 0 for v in w["key"]])
@@ -588,7 +588,7 @@ def agreement_rows(records):
 def b_agree_summary(records):
     rows = agreement_rows(records)
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
-             "diff ± se | sd without z2 spread | fresh-noise formula |", "|" + "---|" * 13]
+             "diff ± se | sd with |z_trig|² fixed | fresh-noise formula |", "|" + "---|" * 13]
     for w in rows:
         lines.append(f"| {'hidden' if w['hidden'] else 'tuning'} | "
                      + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
@@ -798,7 +798,7 @@ def scaling_table(records, over):
     has = np.isfinite(three["n"]) & ~three["bound"]
     close = int(np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5)))
     s = theory.loglog_slope(three["x"][three["fit"]], three["pred"][three["fit"]])   # nan: < 2
-    lines.append(f"predicted (three steps): " + (f"N* ~ {over}^({s:+.2f})" if np.isfinite(s) else
+    lines.append("predicted (three steps): " + (f"N* ~ {over}^({s:+.2f})" if np.isfinite(s) else
                  "no fit") + f" over the points three steps' fit uses; predicted / measured "
                  f"within 1.5x at {close} of {has.sum()} points with a measured N* (d = V "
                  "included, bounds left out)")

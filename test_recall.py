@@ -1427,11 +1427,14 @@ def test_own_count_moves_both_parts_of_the_lead():
     assert abs(np.mean(slopes) - weight) < 0.15 and np.mean(slopes) > 1.85 > np.sqrt(3)
 
 
-def test_b_agree_table_prints_each_diff_with_the_measured_mean_s_standard_error():
+def test_b_agree_table_prints_each_diff_with_its_paired_standard_error():
     acc = [0.2, 0.4, 0.3, 0.5]
     rec = {"config": {"V": 16, "Ns": [99], "d": 8, "L": 4, "q": 10.0, "m": None},
-           "result": {"accuracy": [[a] for a in acc], "predicted": [[0.3, 0.05]] * 4,
+           "result": {"accuracy": [[a] for a in acc], "predicted": [[p, 0.05] for p in acc],
                       "attention": [1.0] * 4, "fresh": [0.4] * 4}}
+    row, = ex.agreement_rows([rec])
+    assert row["se"] == 0 and row["meas_sd"] > 0.1      # paired: a prediction per draw, exact
+    rec["result"]["predicted"] = [[0.3, 0.05]] * 4
     row, = ex.agreement_rows([rec])
     assert row["se"] == pytest.approx(np.std(acc, ddof=1) / 2)
     line = ex.b_agree_summary([rec]).splitlines()[2]
