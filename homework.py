@@ -159,7 +159,7 @@ def main(argv):
     if argv[:1] != ["check"] or len(argv) > 2 or argv[1:] and argv[1] not in map(str, EXERCISES):
         die(f"usage: python homework.py make [DIR] | check [N]   (N one of 1-{len(EXERCISES)})")
     wanted = [int(argv[1])] if len(argv) == 2 else list(EXERCISES)
-    import pytest                  # here: `make` works without it
+    import matplotlib, pytest      # noqa: F401  the tests' own needs, here: `make` works without
     numbers = sorted(set(wanted).union(*(NEEDS.get(n, []) for n in wanted)))
     seen = _Seen({t for n in numbers for t in EXERCISES[n][1]})      # one quiet pytest session
     pytest.main([os.path.join(HERE, "test_recall.py"), "-pno:terminal", "-pno:cacheprovider",

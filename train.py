@@ -434,7 +434,7 @@ def main(argv=None):
     grid = e["grid"][args.scale]
     try:
         if args.seed < 0 or args.jobs < 1:
-            raise ValueError(f"need --seed >= 0 and --jobs >= 1, got {args.seed}, {args.jobs}")
+            raise ValueError(f"--seed {args.seed} --jobs {args.jobs}: need a seed >= 0, jobs >= 1")
         unknown = sorted(set(texts) - set(grid))
         if unknown or len(texts) < len(args.set):       # a field given twice: which one counts?
             raise ValueError(f"--set {unknown[0]}: not a field of {name}'s grid; its fields are "
