@@ -595,8 +595,8 @@ def b_agree_summary(records):
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
                      f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {w['pred'] - w['meas']:+.3f} ± "
                      f"{w['se']:.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} |")
-    for name in ("tuning", "hidden"):
-        w = [r for r in rows if r["hidden"] == (name == "hidden")]
+    for i, name in enumerate(("tuning", "tuning, MLP", "hidden")):      # as fig_b_agree's sets
+        w = [r for r in rows if (2 if r["hidden"] else int(bool(r["key"][5]))) == i]
         lines += [agreement_stats(w, name)] if w else []
     return "\n".join(lines)
 
