@@ -1439,3 +1439,11 @@ def test_b_agree_table_prints_each_diff_with_its_paired_standard_error():
     assert row["se"] == pytest.approx(np.std(acc, ddof=1) / 2)
     line = ex.b_agree_summary([rec]).splitlines()[2]
     assert f"{0.3 - 0.35:+.3f} ± {row['se']:.3f} |" in line
+
+
+@pytest.mark.parametrize("point", [(360, 7900, 142, 4, 5.0), (224, 1700, 320, 8, 5.0)])
+def test_frozen_formula_s_z_quadrature_has_converged(point):
+    """The product over V - 1 labels is a near-step in Z: 16 nodes missed it by up to 0.03 at
+    b_agree's points (these two the worst); the default 64 are within 0.002 of 128."""
+    at = [theory.retrieval_accuracy_frozen(*point, draws=4, n_z=n)[0] for n in (16, 64, 128)]
+    assert abs(at[1] - at[2]) < 0.002 < abs(at[0] - at[2])

@@ -188,11 +188,11 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
 def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
     """[ours] Predicted test accuracy of the three-step model (eta -> 0), query norm q, fixed random
     MLP of width m if any: the frozen-bias formula below with all the noise fresh (MODEL.md 4.6)."""
-    return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=1, fresh=True, n_z=48)[0]
+    return retrieval_accuracy_frozen(V, N, d, L, q, m, z2, draws=1, fresh=True)[0]
 
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
-                              fresh=False, n_z=16, row_spread=2.0):
+                              fresh=False, n_z=64, row_spread=2.0):
     """[ours] Predicted test accuracy (MODEL.md 4.6-4.7): (mean, sd) over `draws` frozen biases
     b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + row_spread (1/d + 2/V)
     (fitted: sf varies over rows), fresh noise sf^2, distractors' labels c_v; n_z nodes in Z:
