@@ -837,7 +837,7 @@ def b_scaling_summary(records):
             + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1) at V = {c['V0']}: rms distance "
             f"{rms:.3f} over {len(pts)} (N, d, L) points; mean sd of one run "
             f"{np.mean([p[2] for p in pts]):.3f}\ncoverage bound (any learner): no N* below "
-            f"{theory.coverage_N(c['V0'], c['tau']):.0f} at V = {c['V0']}")
+            f"{theory.coverage_N(c['V0'], c['tau']):.1f} at V = {c['V0']}")
 
 
 # ----------------------------------------------------------------------------- the list
