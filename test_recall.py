@@ -984,7 +984,7 @@ def test_row_spread_weighs_the_frozen_bias_alone():
     lifted, bare = (theory.retrieval_accuracy_frozen(*args, row_spread=r)[0] for r in (1.5, 0.0))
     assert lifted < bare - 0.005
     assert theory.retrieval_accuracy(*args) == theory.retrieval_accuracy_frozen(
-        *args, draws=1, fresh=True, n_z=48, row_spread=0.0)[0]
+        *args, draws=1, fresh=True, row_spread=0.0)[0]
 
 
 def test_coverage_bound_by_hand():
