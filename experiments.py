@@ -104,8 +104,7 @@ def fig5_summary(records):
 HELP["linear"] = "paper A Fig. 1 left (setup A1): linear associative memory, trained and Hebbian"
 
 LINEAR = by_scale(dict(d=[8, 11, 16, 22, 32], seeds=3, lr=1000.0, steps=1024, ratio=1.03,
-                       c_lo=4.0, c_hi=0.8, dmax=256),
-                  tiny=dict(d=[8, 11, 16], seeds=2),
+                       c_lo=4.0, c_hi=0.8, dmax=256), tiny=dict(d=[8, 11, 16], seeds=2),
                   full=dict(d=[8, 11, 16, 22, 32, 45, 64, 90, 128, 181, 256], seeds=5,
                             steps=4096, ratio=1.01, c_lo=None, c_hi=None))
 
@@ -529,7 +528,10 @@ B_AGREE = by_scale(dict(points=_points(   # the last 24: examined to derive MODE
     (120, 13000, 60, 16, 8), (152, 7200, 48, 6, 6), (232, 12000, 96, 12), (280, 29000, 96, 24, 5),
     (400, 21000, 200, 8, 8), (56, 2200, 23, 6), (72, 1700, 34, 16, 5), (88, 3200, 38, 4, 5),
     (100, 2000, 45, 12, 6), (132, 7300, 45, 4, 6), (180, 15300, 89, 8, 8), (264, 5600, 105, 12),
-    (360, 7900, 142, 4, 5)), draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=2.0),
+    (360, 7900, 142, 4, 5), (60, 1800, 28, 16, 8), (84, 1600, 31, 6, 8), (116, 3500, 50, 24, 8),
+    (148, 2500, 47, 6, 10), (196, 15100, 73, 12, 10), (228, 19400, 111, 12, 6),
+    (300, 10000, 140, 16, 8), (420, 50400, 164, 24, 6)),
+    draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=2.0),
     tiny=dict(points=_points((16, 200, 16, 4), (16, 200, 16, 4, 10, 8)), draws=9,
               hidden=_points((24, 300, 12, 4, 5)), hidden_draws=3))
 

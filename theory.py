@@ -85,8 +85,7 @@ def authors_frontier_mlp(attn_params, facts):
 
 # The three-step model (eta -> 0), its accuracy and symbols: MODEL.md 3 and 4 (4.k: item k of 4).
 
-def _normal_nodes(n):
-    """Gauss-Hermite nodes and weights for E f(Z), Z ~ N(0, 1)."""
+def _normal_nodes(n):                     # Gauss-Hermite nodes and weights: E f(Z), Z ~ N(0, 1)
     x, w = np.polynomial.hermite_e.hermegauss(n)
     return x, w / w.sum()
 
@@ -102,8 +101,7 @@ def _erfc(z):
     return np.where(z >= 0, r, 2.0 - r)
 
 
-def _Phi(x):
-    """Standard normal CDF."""
+def _Phi(x):                              # the standard normal CDF
     return 0.5 * _erfc(-np.asarray(x, dtype=float) / math.sqrt(2.0))
 
 
