@@ -687,24 +687,24 @@ B_SCALING = by_scale(dict(V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128],
 
 def b_scaling_configs(g, seed):
     """Three panels: d at (V0, L0) and a d >= V contrast; L at (V0, d0); V at d = V/2, L0.  Each
-    point runs three steps, gradient information and Adam on N = 16, 32, ... up to top V^2/d
-    (MODEL.md 4.8) and each learner's cap; Lmax = the longest L (draws paired over L)."""
+    point runs three steps, gradient information and Adam on N = 16, 32, ... (Adam 8, 16, ...) up
+    to top V^2/d (MODEL.md 4.8) and each learner's cap; Lmax = the longest L (paired over L)."""
     if not 1 / min(g["V"] + [g["V0"]]) < g["tau"] < 1 or g["d_contrast"] < g["V0"]:
         raise ValueError(f"need 1/V < tau < 1 at every V, d_contrast >= V0 (set both); got tau="
                          f"{g['tau']}, V0={g['V0']}, V={g['V']}, d_contrast={g['d_contrast']}")
     pts = [(g["V0"], d, g["L0"]) for d in g["d"] + [g["d_contrast"]]]
     pts += [(g["V0"], g["d0"], L) for L in g["L"]] + [(V, V // 2, g["L0"]) for V in g["V"]]
     version = theory_version()                  # three steps' records store the formula's N*
-    runs = [(V, d, L, m, n, g[top]) for V, d, L in pts for m, n, top in (
-        ("three_step", g["draws"], "Nmax"), ("gradinfo", g["draws"], "gradinfo_Nmax"),
-        ("adam", g["adam_draws"], "adam_Nmax"))]
-    return [draws_config(V, d, L, [16 * 2 ** k for k in range(24)
-                                   if 16 * 2 ** k <= min(top, g["top"] * V * V / d)], seed,
+    runs = [(V, d, L, m, n, g[top], n0) for V, d, L in pts for m, n, top, n0 in (  # n0: first N
+        ("three_step", g["draws"], "Nmax", 16), ("gradinfo", g["draws"], "gradinfo_Nmax", 16),
+        ("adam", g["adam_draws"], "adam_Nmax", 8))]     # Adam near the coverage bound, ≈ V tau
+    return [draws_config(V, d, L, [n0 * 2 ** k for k in range(24)
+                                   if n0 * 2 ** k <= min(top, g["top"] * V * V / d)], seed,
                          n, q=g["q"], method=m, n_test=g["n_test"], tau=g["tau"], V0=g["V0"],
                          d0=g["d0"], L0=g["L0"], steps=g["adam_steps"], lr=g["adam_lr"],
                          Lmax=max(g["L"] + [g["L0"]]),
                          theory=version if m == "three_step" else None)
-            for V, d, L, m, n, top in runs]
+            for V, d, L, m, n, top, n0 in runs]
 
 
 def b_scaling_one(cfg):
