@@ -573,7 +573,8 @@ def b_agree_one(cfg):
 
 def agreement_rows(records):
     """Per point: measured mean, sd, and se of the mean paired diff (draw k's predicted - measured);
-    the draws' predictions pooled (sd^2 = within-draw sd_b^2 + variance of the draws' means)."""
+    the draws' predictions pooled (sd^2 = within-draw sd_b^2 + variance of the draws' means); its
+    set: 0 tuning attention-only, 1 tuning with an MLP, 2 hidden."""
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
@@ -583,8 +584,8 @@ def agreement_rows(records):
                          att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc), sd_b=sd_b,
                          meas_sd=acc.std(ddof=1), se=(pr[:, 0] - acc).std(ddof=1) / len(acc) ** .5,
                          pred=pr[:, 0].mean(), pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
-                         fresh=np.mean(res["fresh"]), hidden=bool(c.get("hidden"))))
-    return sorted(rows, key=lambda w: [w["hidden"]] + [v or 0 for v in w["key"]])
+                         fresh=np.mean(res["fresh"]), set=2 if c.get("hidden") else int("m" in c)))
+    return sorted(rows, key=lambda w: [w["set"] == 2] + [v or 0 for v in w["key"]])
 
 
 def b_agree_summary(records):
@@ -592,14 +593,13 @@ def b_agree_summary(records):
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
              "diff ± se | sd with |z_trig|² fixed | fresh-noise formula |", "|" + "---|" * 13]
     for w in rows:
-        lines.append(f"| {'hidden' if w['hidden'] else 'tuning'} | "
+        lines.append(f"| {'hidden' if w['set'] == 2 else 'tuning'} | "
                      + " | ".join(f"{v:g}" if v else "-" for v in w["key"])
                      + f" | {w['att']:.2f} | {w['meas']:.3f} ± {w['meas_sd']:.3f} | "
                      f"{w['pred']:.3f} ± {w['pred_sd']:.3f} | {w['pred'] - w['meas']:+.3f} ± "
                      f"{w['se']:.3f} | {w['sd_b']:.3f} | {w['fresh']:.3f} |")
-    for i, name in enumerate(("tuning", "tuning, MLP", "hidden")):      # as fig_b_agree's sets
-        w = [r for r in rows if (2 if r["hidden"] else int(bool(r["key"][5]))) == i]
-        lines += [agreement_stats(w, name)] if w else []
+    sets = [[r for r in rows if r["set"] == i] for i in range(3)]     # as fig_b_agree's sets
+    lines += [agreement_stats(w, n) for w, n in zip(sets, ("tuning", "tuning, MLP", "hidden")) if w]
     return "\n".join(lines)
 
 
@@ -608,10 +608,11 @@ def agreement_stats(rows, name):
     diff, fresh = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     n, within = len(rows), int((abs(ratio - 1) <= 0.3).sum())
+    se = diff.std(ddof=1) / n ** .5 if n > 1 else math.nan                 # of the mean signed
     return (f"\n{name}: {n} point{'s' * (n > 1)}, {rows[0]['draws']} draws each: mean |predicted "
             f"- measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), mean "
-            f"signed {diff.mean():+.4f} (fresh-noise formula: {np.abs(fresh).mean():.3f}, "
-            f"{fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
+            f"signed {diff.mean():+.4f}{f' ± {se:.4f}' * (n > 1)} (fresh-noise formula: {np.abs(fresh).mean():.3f}"
+            f", {fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
             f"{within} of {n} within 30%")
 
 

@@ -218,19 +218,21 @@ def fig_tradeoff(records, path):
 # ----------------------------------------------------------------------------- paper B
 
 def fig_b_agree(records, path):
-    """Predicted against measured accuracy, +-1 sd over draws (experiments.agreement_rows)."""
-    rows, (fig, ax) = ex.agreement_rows(records), plt.subplots(figsize=(4.6, 5.6))
+    """Predicted against measured accuracy (+-1 sd over draws); below, the paired diff (+-2 se)."""
+    rows = ex.agreement_rows(records)
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(4.6, 7.0), sharex=True, height_ratios=(3, 1.3))
     ax.fill_between((0, 1), (-.03, .97), (.03, 1.03), color=".8", label="predicted within 0.03")
+    bx.axhspan(-.03, .03, color=".8")
     sets = (("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
             ("hidden (chosen after the formula was fixed)", "^", "C3"))
     for i, (label, fmt, col) in enumerate(sets):
-        w = [r for r in rows if (2 if r["hidden"] else int(bool(r["key"][5]))) == i]
-        if w:
-            ax.errorbar([r["meas"] for r in w], [r["pred"] for r in w], [r["pred_sd"] for r in w],
-                        [r["meas_sd"] for r in w], fmt=fmt, ms=4, lw=0.6, color=col, label=label)
-    ax.set(xlabel="measured accuracy (mean ± sd over draws)",
-           xlim=(0, 1), ylim=(0, 1), ylabel="predicted (frozen label bias; mean ± sd)")
-    ax.legend(fontsize="small", title="three steps", loc="upper center", bbox_to_anchor=(.5, -.14))
+        w = [r for r in rows if r["set"] == i]
+        x, y, sd, se = (np.array([r[k] for r in w]) for k in ("meas", "pred", "pred_sd", "se"))
+        for a, ya, err, xerr in ((ax, y, sd, [r["meas_sd"] for r in w]), (bx, y - x, 2 * se, None)):
+            a.errorbar(x, ya, err, xerr, fmt=fmt, ms=4, lw=0.6, color=col, label=label * bool(w))
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="predicted (frozen label bias; mean ± sd)")
+    bx.set(xlabel="measured accuracy (mean ± sd)", ylabel="predicted − measured\n(± 2 se)")
+    ax.legend(fontsize="small", title="three steps", loc="upper left")
     return fig
 
 

@@ -43,14 +43,11 @@ def adam_step(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
     """Adam with bias correction, in place; eps is added outside the square root:
         m <- b1 m + (1-b1) g,  v <- b2 v + (1-b2) g^2,
         p <- p - lr * m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1-b1^t),  v_hat = v / (1-b2^t)."""
-    state["t"] += 1
-    t = state["t"]
+    t = state["t"] = state["t"] + 1
     for k in params:
         m, v, g = state["m"][k], state["v"][k], grads[k]
-        m *= b1
-        m += (1 - b1) * g
-        v *= b2
-        v += (1 - b2) * g * g
+        m[:] = b1 * m + (1 - b1) * g                 # in place: the state keeps its arrays
+        v[:] = b2 * v + (1 - b2) * g * g
         params[k] -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
 
 
