@@ -391,7 +391,7 @@ def draw(name, results=train.RESULTS, scale=None, path=None, talk=False):
         head += [f"--set {k}={json.dumps(v)}" for k, v in listed["set"].items()]   # a line each
         edge = len(records) - len(ex.inside(records)) if "lo_fails" in records[0]["result"] else 0
         head += [f"{edge} of {len(records)} searches hit an edge: bounds, not drawn"] * bool(edge)
-        fig.text(0.01, 1.02, "\n".join(h if len(h) <= 80 else h[:77] + "..." for h in head),
+        fig.text(0.01, 1.02, "\n".join(h[i:i + 80] for h in head for i in range(0, len(h), 80)),
                  fontsize="x-small", color="0.35", va="bottom")
         fig.set_size_inches(fig.get_size_inches() * (TALK_SIZE if talk else 1))
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
