@@ -608,11 +608,11 @@ def agreement_stats(rows, name):
     diff, fresh = (np.array([w[a] - w["meas"] for w in rows]) for a in ("pred", "fresh"))
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     n, within = len(rows), int((abs(ratio - 1) <= 0.3).sum())
-    se = diff.std(ddof=1) / n ** .5 if n > 1 else math.nan                 # of the mean signed
+    se = f" ± {diff.std(ddof=1) / n ** .5:.4f} (sd of the diffs / sqrt {n})" if n > 1 else ""
     return (f"\n{name}: {n} point{'s' * (n > 1)}, {rows[0]['draws']} draws each: mean |predicted "
             f"- measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), mean "
-            f"signed {diff.mean():+.4f}{f' ± {se:.4f}' * (n > 1)} (fresh-noise formula: {np.abs(fresh).mean():.3f}"
-            f", {fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
+            f"signed {diff.mean():+.4f}{se} (fresh-noise formula: {np.abs(fresh).mean():.3f}, "
+            f"{fresh.mean():+.3f}); predicted / measured sd: median {np.median(ratio):.2f}, "
             f"{within} of {n} within 30%")
 
 
@@ -808,8 +808,7 @@ def scaling_table(records, over):
     return "\n".join(lines)
 
 
-def nstar_cell(p, x):
-    """One learner's N* at x as text: "N* [lo, hi]" ("-" where it has none)."""
+def nstar_cell(p, x):                  # one learner's N* at x as text: "N* [lo, hi]", or "-"
     j = np.flatnonzero(p["x"] == x)
     if not len(j):
         return ""

@@ -230,6 +230,8 @@ def fig_b_agree(records, path):
         x, y, sd, se = (np.array([r[k] for r in w]) for k in ("meas", "pred", "pred_sd", "se"))
         for a, ya, err, xerr in ((ax, y, sd, [r["meas_sd"] for r in w]), (bx, y - x, 2 * se, None)):
             a.errorbar(x, ya, err, xerr, fmt=fmt, ms=4, lw=0.6, color=col, label=label * bool(w))
+        for r in w if len(rows) <= 8 else ():                         # a few: name each point
+            bx.annotate("V={} N={}".format(*r["key"]), (r["meas"], r["pred"] - r["meas"]), size=7)
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="predicted (frozen label bias; mean ± sd)")
     bx.set(xlabel="measured accuracy (mean ± sd)", ylabel="predicted − measured\n(± 2 se)")
     ax.legend(fontsize="small", title="three steps", loc="upper left")

@@ -290,8 +290,7 @@ def config_key(config):
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
-def unique(configs):
-    """The configs in order, each once: identical configs are one run."""
+def unique(configs):          # the configs in order, each once: identical configs are one run
     return list({config_key(c): c for c in configs}.values())
 
 
