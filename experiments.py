@@ -577,14 +577,14 @@ def agreement_rows(records):
     set: 0 tuning attention-only, 1 tuning with an MLP, 2 hidden."""
     rows = []
     for r in records:
-        c, res = r["config"], r["result"]
+        c, res, m = r["config"], r["result"], r["config"].get("m")    # m: None without an MLP
         acc, pr = np.array(res["accuracy"])[:, 0], np.array(res["predicted"])
         sd_b = np.sqrt(np.mean(pr[:, 1] ** 2))
-        rows.append(dict(key=(c["V"], c["Ns"][0], c["d"], c["L"], c["q"], c.get("m")),
+        rows.append(dict(key=(c["V"], c["Ns"][0], c["d"], c["L"], c["q"], m),
                          att=np.mean(res["attention"]), meas=acc.mean(), draws=len(acc), sd_b=sd_b,
                          meas_sd=acc.std(ddof=1), se=(pr[:, 0] - acc).std(ddof=1) / len(acc) ** .5,
                          pred=pr[:, 0].mean(), pred_sd=np.sqrt(sd_b ** 2 + pr[:, 0].var()),
-                         fresh=np.mean(res["fresh"]), set=2 if c.get("hidden") else int("m" in c)))
+                         fresh=np.mean(res["fresh"]), set=2 if c.get("hidden") else int(bool(m))))
     return sorted(rows, key=lambda w: [w["set"] == 2] + [v or 0 for v in w["key"]])
 
 

@@ -1434,6 +1434,7 @@ def test_b_agree_table_prints_each_diff_with_its_paired_standard_error():
                       "attention": [1.0] * 4, "fresh": [0.4] * 4}}
     row, = ex.agreement_rows([rec])
     assert row["se"] == 0 and row["meas_sd"] > 0.1      # paired: a prediction per draw, exact
+    assert row["set"] == 0                              # "m": None is attention only, tuning
     rec["result"]["predicted"] = [[0.3, 0.05]] * 4
     row, = ex.agreement_rows([rec])
     assert row["se"] == pytest.approx(np.std(acc, ddof=1) / 2)
