@@ -92,8 +92,7 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8, jax_steps=()):
     state = train.adam_init(params)
     data = (params, fixed, tokens, y)
     loss, grads = gradient(rc.transformer_forward, rc.transformer_backward, *data)
-    # multiply-adds per row of our step, x2 for flops: attention n (e Ev) and its transpose
-    # (2 V H (dh + 1)), WO and the MLP forward and backward, the unembedding and dy
+    # multiply-adds per row (x2: flops): attention n (e Ev) and its transpose, WO, MLP, U, dy
     flops = 2 * B * (2 * task["vocab"] * H * (dh + 1) + 3 * d * (H * dh + 2 * m) + 2 * d * D * R)
     jax_runs = []
     for run, arr, jgrad in jax_steps:                 # JAX's loss and gradients equal ours

@@ -479,10 +479,9 @@ def learner_logits(cfg, fixed, train_set, test, decode=None):
         G = train.label_gradient(fixed, *train_set, np.full(train_set[0].shape, 1 / cfg["L"]))
         decoded = (decode or train.gradinfo_decoder(fixed, cfg["L"]))(G)          # (V,)
         return np.eye(cfg["V"])[decoded[tokens[rows, pos]]], math.nan
-    if cfg["method"] == "adam":
-        params = train.retrieval_adam(fixed, *train_set, cfg["steps"], cfg["lr"])
-    else:
-        params = train.three_step_limit(fixed, *train_set, cfg["q"])
+    adam = cfg["method"] == "adam"
+    params = (train.retrieval_adam(fixed, *train_set, cfg["steps"], cfg["lr"]) if adam else
+              train.three_step_limit(fixed, *train_set, cfg["q"]))
     logits, cache = rc.retrieval_forward(params, fixed, (tokens, pos))
     return logits, float(cache["a"][rows, pos].mean())          # a: the attention (n_test, L)
 
@@ -530,7 +529,9 @@ B_AGREE = by_scale(dict(points=_points(   # the last 24: examined to derive MODE
     (100, 2000, 45, 12, 6), (132, 7300, 45, 4, 6), (180, 15300, 89, 8, 8), (264, 5600, 105, 12),
     (360, 7900, 142, 4, 5), (60, 1800, 28, 16, 8), (84, 1600, 31, 6, 8), (116, 3500, 50, 24, 8),
     (148, 2500, 47, 6, 10), (196, 15100, 73, 12, 10), (228, 19400, 111, 12, 6),
-    (300, 10000, 140, 16, 8), (420, 50400, 164, 24, 6)),
+    (300, 10000, 140, 16, 8), (420, 50400, 164, 24, 6), (28, 770, 11, 8), (36, 1000, 15, 16, 8),
+    (44, 180, 22, 4, 8), (52, 1600, 21, 4, 5), (68, 420, 33, 24, 8), (92, 8800, 35, 4, 5),
+    (140, 1500, 59, 8), (212, 12000, 95, 12, 8)),
     draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=2.0),
     tiny=dict(points=_points((16, 200, 16, 4), (16, 200, 16, 4, 10, 8)), draws=9,
               hidden=_points((24, 300, 12, 4, 5)), hidden_draws=3))
