@@ -531,14 +531,15 @@ B_AGREE = by_scale(dict(points=_points(   # the last 24: examined to derive MODE
     (148, 2500, 47, 6, 10), (196, 15100, 73, 12, 10), (228, 19400, 111, 12, 6),
     (300, 10000, 140, 16, 8), (420, 50400, 164, 24, 6), (28, 770, 11, 8), (36, 1000, 15, 16, 8),
     (44, 180, 22, 4, 8), (52, 1600, 21, 4, 5), (68, 420, 33, 24, 8), (92, 8800, 35, 4, 5),
-    (140, 1500, 59, 8), (212, 12000, 95, 12, 8)),
-    draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=2.0),
+    (140, 1500, 59, 8), (212, 12000, 95, 12, 8), (26, 390, 12, 6, 8), (30, 5700, 13, 4, 6),
+    (34, 660, 17, 4, 6), (38, 1600, 18, 4), (46, 2200, 21, 12, 5), (76, 1600, 36, 6, 8),
+    (124, 6600, 54, 24, 8), (188, 20000, 79, 8, 6)),
+    draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=0.31),
     tiny=dict(points=_points((16, 200, 16, 4), (16, 200, 16, 4, 10, 8)), draws=9,
               hidden=_points((24, 300, 12, 4, 5)), hidden_draws=3))
 
 
-def theory_version():
-    """A hash of theory.py: in a config, an edited theory recomputes the records."""
+def theory_version():        # a hash of theory.py: in a config, an edited theory reruns its records
     with open(theory.__file__, "rb") as f:
         return hashlib.sha1(f.read()).hexdigest()[:8]
 
@@ -561,8 +562,7 @@ def b_agree_configs(g, seed):
 
 
 def b_agree_one(cfg):
-    """draws_one, and for each draw k at its |z_trig|^2 the prediction with the frozen label bias
-    (mean, sd over bias_draws bias vectors from rng [seed, k, 3]) and the fresh-noise formula."""
+    """draws_one, plus per draw k (at its |z_trig|^2) the frozen-bias and fresh-noise formulas."""
     res = draws_one(cfg)
     args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
     res["predicted"] = [theory.retrieval_accuracy_frozen(
@@ -573,9 +573,8 @@ def b_agree_one(cfg):
 
 
 def agreement_rows(records):
-    """Per point: measured mean, sd, and se of the mean paired diff (draw k's predicted - measured);
-    the draws' predictions pooled (sd^2 = within-draw sd_b^2 + variance of the draws' means); its
-    set: 0 tuning attention-only, 1 tuning with an MLP, 2 hidden."""
+    """Per point: measured mean, sd, se of the paired diff (draw k's predicted - measured), pooled
+    predicted sd (within-draw sd_b^2 + variance of draw means); set: 0, 1 (MLP) tuning, 2 hidden."""
     rows = []
     for r in records:
         c, res, m = r["config"], r["result"], r["config"].get("m")    # m: None without an MLP

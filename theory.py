@@ -190,10 +190,10 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
 
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
-                              fresh=False, n_z=64, row_spread=2.0):
+                              fresh=False, n_z=64, row_spread=0.31):
     """[ours] Predicted test accuracy (MODEL.md 4.6-4.7): (mean, sd) over `draws` frozen biases
-    b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + row_spread (1/d + 2/V)
-    (fitted: sf varies over rows), fresh noise sf^2, distractors' labels c_v; n_z nodes in Z:
+    b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + row_spread sqrt(1/d +
+    2/V) (fitted: sf varies over rows), fresh noise sf^2, distractors' labels c_v; n_z nodes in Z:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - lift sqrt(sb2) b_v - c_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
     if min(V, N, d, L, draws) < 1 or min(q, row_spread) < 0:
@@ -202,7 +202,7 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
     z, wz = _normal_nodes(n_z)
     n_comp = min(L - 1, V - 1)                               # distractors' labels
     bias = frozen_bias_draws(V, N / V, d, q, L, z2, query_cosine(V, N, d, L), draws, seed)
-    acc, lift = np.zeros(draws), 1 + row_spread * (1 / d + 2 / V)
+    acc, lift = np.zeros(draws), 1 + row_spread * math.sqrt(1 / d + 2 / V)
     for t in nodes:
         if t["S"] <= 0 or not math.isfinite(sum(t["T"].values())):   # not stored: chance
             acc += t["w"] / V
