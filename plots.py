@@ -224,7 +224,7 @@ def fig_b_agree(records, path):
     ax.fill_between((0, 1), (-.03, .97), (.03, 1.03), color=".8", label="predicted within 0.03")
     bx.axhspan(-.03, .03, color=".8")
     sets = (("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
-            ("hidden (chosen after the formula was fixed)", "^", "C3"))
+            ("hidden (never tuned on; see RESULTS.md)", "^", "C3"))
     for i, (label, fmt, col) in enumerate(sets):
         w = [r for r in rows if r["set"] == i]
         x, y, sd, se = (np.array([r[k] for r in w]) for k in ("meas", "pred", "pred_sd", "se"))
