@@ -842,8 +842,6 @@ def b_scaling_summary(records):
             f"{theory.coverage_N(c['V0'], c['tau']):.1f} at V = {c['V0']}")
 
 
-# ----------------------------------------------------------------------------- the list
-
 def experiment(name, help):
     """Experiment `name` for the runner: NAME, name_configs, name_one (draws_one), name_summary."""
     block = globals()

@@ -398,8 +398,10 @@ def parse_value(key, text, current, choices=None):
 
 
 class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+    def error(self, message):       # a --set value with spaces, unquoted, splits into words
+        unquoted = "unrecognized" in message and "--set" in sys.argv
+        hint = " (a --set value with spaces needs quotes)" * unquoted
+        self.exit(2, f"{self.prog}: error: {message}{hint} (see --help)\n")
 
 
 def build_parser(experiments):
