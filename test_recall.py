@@ -442,7 +442,7 @@ def test_cli_bad_option_exits_2_with_one_line(args):
 
 def test_cli_unquoted_set_value_with_spaces_gets_the_quoting_hint():
     r = run_cli("b_agree", "--list", "--set", 'hidden=[{"V":', "64}]")      # as a shell splits it
-    assert r.returncode == 2 and "needs quotes" in r.stderr, r.stderr
+    assert r.returncode == 2 and "in single quotes" in r.stderr, r.stderr
     r = run_cli("fig5", "--bogus")
     assert r.returncode == 2 and "quote" not in r.stderr, r.stderr
 

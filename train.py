@@ -390,8 +390,8 @@ def parse_value(key, text, current, choices=None):
     for v in values:
         if type(v) not in kinds or (positive and type(v) in (int, float) and (
                 v < 0 or v == 0 not in known)) or (choices and v not in choices):
-            raise ValueError(f"--set {key}={text}: expected {want}"
-                             + (" (as JSON)" if value is text and not choices else ""))
+            quote = " (as JSON, in single quotes)" * (value is text and not choices)
+            raise ValueError(f"--set {key}={text}: expected {want}{quote}")
     if known and all(type(x) is float for x in known):    # 1000 and 1000.0: one config, not two
         values = [v if v is None else float(v) for v in values]
     return values if isinstance(current, list) else values[0]
@@ -400,7 +400,7 @@ def parse_value(key, text, current, choices=None):
 class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
     def error(self, message):       # a --set value with spaces, unquoted, splits into words
         unquoted = "unrecognized" in message and "--set" in sys.argv
-        hint = " (a --set value with spaces needs quotes)" * unquoted
+        hint = " (put a --set value in single quotes: --set 'K=V')" * unquoted
         self.exit(2, f"{self.prog}: error: {message}{hint} (see --help)\n")
 
 
