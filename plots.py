@@ -366,8 +366,6 @@ def fig_b_scaling(records, path):
     return with_data(fig, path, {"collapse": pts, "rms": rms})
 
 
-# ----------------------------------------------------------------------------- command line
-
 FIGURES = {name: globals()[f"fig_{name}"] for name in ex.EXPERIMENTS}   # name -> fig_<name>
 
 

@@ -1047,6 +1047,19 @@ def test_arccos_kernel_by_hand_and_monte_carlo():
     np.testing.assert_allclose(theory.arccos_kernel(np.array([1.0, 0.0])), [0.5, 1 / (2 * np.pi)])
 
 
+def test_mlp_mean_bias_moves_its_count_part_with_the_kernel_value_and_its_spread_with_the_slope():
+    T = dict(overlap=1.0, mean_bias=1.0, crosstalk=1.0, distractor=1.0)
+    args = (T, 128, 64, 256, 0.9, 0.01)
+    c0 = 0.81 / (2 * 0.81 + 0.01)                                   # z2 = 1: the shared trigger
+    dk = theory.arccos_kernel(2 * c0) - theory.arccos_kernel(c0)
+    slope, count = (theory.mlp_terms(*args, spread=s) for s in (1.0, 0.0))
+    assert slope["mean_bias"] == pytest.approx(slope["overlap"])    # all via kappa'(c0)
+    assert count["mean_bias"] == pytest.approx((theory.arccos_kernel(c0) / c0 * c0 / dk) ** 2)
+    half = theory.mlp_terms(*args, spread=0.5)["mean_bias"]
+    assert half == pytest.approx((slope["mean_bias"] + count["mean_bias"]) / 2)
+    assert slope["mean_bias"] < count["mean_bias"]                  # kappa'(c0) < kappa(c0) / c0
+
+
 def test_accuracy_formula_limits_and_solvers():
     acc = lambda **k: theory.retrieval_accuracy(**dict(dict(V=64, N=4000, d=64, L=8, q=10.0), **k))
     assert acc(N=10 ** 7, d=4096) > 0.99                             # everything large: recall

@@ -176,7 +176,7 @@ def _token_nodes(V, N, d, L, q, m=None, z2=1.0, n_nodes=24):
         T = retrieval_noise_terms(V, N, d, pt, n2t, ft, S, p2, K2, vK, rho2, z2)
         if m is not None:
             with np.errstate(divide="ignore", over="ignore"):   # p_t -> 0: no kernel signal
-                T = mlp_terms(T, V, d, m, pt, n2t, z2)
+                T = mlp_terms(T, V, d, m, pt, n2t, z2, A * vK / (K2 + A * vK))
         v_c = A * (pt * pt * et2 + ft * Kt) ** 2 / S ** 2    # own count ~ Poisson(A): S spread
         c = pt * np.exp(g - q * cos * math.sqrt(z2) - gt) * A * p * et2 / S   # (nodes,)
         nodes[-1].update(T=T, f=ft, nu2=n2t, v_c=v_c, c=c)
@@ -242,7 +242,7 @@ def _relu_token_var(c, n=32):
     return float(w @ (r1 ** 2 * v)), float(w @ (v * v))       # frozen, fresh
 
 
-def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
+def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0, spread=0.0):
     """[ours] The noise terms T with the MLP (MODEL.md 4.5), relative to its signal kappa(c1) -
     kappa(c0), via its slope kappa'(c0) or value kappa(c0); plus the finite width's MLP noise."""
     c0, c1 = (k * p_t ** 2 / ((1 + z2) * p_t ** 2 + nu2_t) for k in (z2, 1 + z2))   # other, same
@@ -252,7 +252,8 @@ def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0):
     out = dict(T)                                # the same order of keys: the same sums
     for k in ("overlap", "crosstalk", "distractor"):
         out[k] = T[k] * (slope * lin / dk) ** 2
-    out["mean_bias"] = T["mean_bias"] * (arccos_kernel(c0) * lin / (c0 * dk)) ** 2
+    weight = (1 - spread) * (arccos_kernel(c0) / c0) ** 2 + spread * slope ** 2   # tokens': slope
+    out["mean_bias"] = T["mean_bias"] * weight * (lin / dk) ** 2
     frozen, fresh = (v * (1 + V / d) / (m * dk ** 2) for v in _relu_token_var(c0))
     return dict(out, mlp_frozen=frozen, mlp_fresh=fresh)
 
