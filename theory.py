@@ -252,7 +252,7 @@ def mlp_terms(T, V, d, m, p_t, nu2_t, z2=1.0, spread=0.0):
     out = dict(T)                                # the same order of keys: the same sums
     for k in ("overlap", "crosstalk", "distractor"):
         out[k] = T[k] * (slope * lin / dk) ** 2
-    weight = (1 - spread) * (arccos_kernel(c0) / c0) ** 2 + spread * slope ** 2   # tokens': slope
+    weight = (1 - spread) * (arccos_kernel(c0) / c0) ** 2 + spread * slope ** 2  # spread: slope
     out["mean_bias"] = T["mean_bias"] * weight * (lin / dk) ** 2
     frozen, fresh = (v * (1 + V / d) / (m * dk ** 2) for v in _relu_token_var(c0))
     return dict(out, mlp_frozen=frozen, mlp_fresh=fresh)
