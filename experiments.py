@@ -555,9 +555,9 @@ def b_agree_configs(g, seed):
             raise ValueError(f"a point has integers V, d, L, N >= 1, optionally m >= 1, q > 0; "
                              f"got {p}: check {', '.join(sorted(set(bad)))}")
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed,
-                         g["hidden_draws" if hidden else "draws"], q=p.get("q", 10.0), m=p.get("m"),
+                         g["hidden_draws" if hidden else "draws"], q=float(p.get("q", 10.0)),
                          n_test=g["n_test"], theory=version, bias_draws=g["bias_draws"],
-                         row_spread=g["row_spread"], hidden=hidden)
+                         m=p.get("m"), row_spread=g["row_spread"], hidden=hidden)
             for hidden in (False, True) for p in g["hidden" if hidden else "points"]]
 
 

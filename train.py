@@ -400,7 +400,7 @@ def parse_value(key, text, current, choices=None):
 class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
     def error(self, message):       # a --set value with spaces, unquoted, splits into words
         unquoted = "unrecognized" in message and "--set" in sys.argv
-        hint = " (put a --set value in single quotes: --set 'K=V')" * unquoted
+        hint = " (put a --set value in single quotes: --set 'KEY=VALUE')" * unquoted
         self.exit(2, f"{self.prog}: error: {message}{hint} (see --help)\n")
 
 
@@ -411,8 +411,8 @@ def build_parser(experiments):
         p = sub.add_parser(name, help=e["help"], description=e["help"])
         p.add_argument("--scale", choices=["tiny", "small", "full"], default="small")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help=f"replace a field of {name.upper()} in experiments.py (read there "
-                       f"with {name}_configs): {', '.join(sorted(e['grid']['small']))}")
+                       help=f"set a field of {name.upper()} (experiments.py) to single-quoted "
+                       f"JSON (read by {name}_configs): {', '.join(sorted(e['grid']['small']))}")
         p.add_argument("--jobs", type=int, default=1, help="configurations run in parallel")
         p.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
         p.add_argument("--out", default=RESULTS, help="results folder (default: results)")
