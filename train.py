@@ -398,7 +398,7 @@ def parse_value(key, text, current, choices=None):
 
 
 class _Parser(argparse.ArgumentParser):        # a usage error: one line, exit status 2
-    def error(self, message):       # a --set value with spaces, unquoted, splits into words
+    def error(self, message):       # an unquoted --set value that the shell split into words
         unquoted = "unrecognized" in message and "--set" in sys.argv
         hint = " (put a --set value in single quotes: --set 'KEY=VALUE')" * unquoted
         self.exit(2, f"{self.prog}: error: {message}{hint} (see --help)\n")
