@@ -534,7 +534,7 @@ B_AGREE = by_scale(dict(points=_points(   # the last 24: examined to derive MODE
     (140, 1500, 59, 8), (212, 12000, 95, 12, 8), (26, 390, 12, 6, 8), (30, 5700, 13, 4, 6),
     (34, 660, 17, 4, 6), (38, 1600, 18, 4), (46, 2200, 21, 12, 5), (76, 1600, 36, 6, 8),
     (124, 6600, 54, 24, 8), (188, 20000, 79, 8, 6)),
-    draws=40, hidden_draws=60, bias_draws=8, n_test=2000, row_spread=0.31),
+    draws=40, hidden_draws=60, bias_draws=8, n_test=2000, bias_lift=0.31),
     tiny=dict(points=_points((16, 200, 16, 4), (16, 200, 16, 4, 10, 8)), draws=9,
               hidden=_points((24, 300, 12, 4, 5)), hidden_draws=3))
 
@@ -557,7 +557,7 @@ def b_agree_configs(g, seed):
     return [draws_config(p["V"], p["d"], p["L"], [p["N"]], seed,
                          g["hidden_draws" if hidden else "draws"], q=float(p.get("q", 10.0)),
                          n_test=g["n_test"], theory=version, bias_draws=g["bias_draws"],
-                         m=p.get("m"), row_spread=g["row_spread"], hidden=hidden)
+                         m=p.get("m"), bias_lift=g["bias_lift"], hidden=hidden)
             for hidden in (False, True) for p in g["hidden" if hidden else "points"]]
 
 
@@ -567,7 +567,7 @@ def b_agree_one(cfg):
     args = (cfg["V"], cfg["Ns"][0], cfg["d"], cfg["L"], cfg["q"], cfg.get("m"))
     res["predicted"] = [theory.retrieval_accuracy_frozen(
         *args, z2=z, draws=cfg["bias_draws"], n_test=cfg["n_test"], seed=[cfg["seed"], k, 3],
-        row_spread=cfg["row_spread"]) for k, z in enumerate(res["z2"])]
+        bias_lift=cfg["bias_lift"]) for k, z in enumerate(res["z2"])]
     res["fresh"] = [theory.retrieval_accuracy(*args, z2=z) for z in res["z2"]]
     return res
 

@@ -232,9 +232,9 @@ def fig_b_agree(records, path):
             a.errorbar(x, ya, err, xerr, fmt=fmt, ms=4, lw=0.6, color=col, label=label * bool(w))
         for r in w if len(rows) <= 8 else ():                         # a few: name each point
             bx.annotate("V={} N={}".format(*r["key"]), (r["meas"], r["pred"] - r["meas"]), size=7)
-    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="predicted (frozen label bias; mean ± sd)")
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="predicted by the formula (MODEL.md 4.7; mean ± sd)")
     bx.set(xlabel="measured accuracy (mean ± sd)", ylabel="predicted − measured\n(± 2 se)")
-    ax.legend(fontsize="small", title="three steps", loc="upper left")
+    ax.legend(fontsize="small", title="three steps: formula against runs", loc="upper left")
     return fig
 
 
@@ -259,7 +259,7 @@ def fig_b_embed(records, path):
     ax.axhline(1 / c["V"], color="gray", lw=0.8, label="chance, 1/V")
     ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
     ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, q={c['q']:g}, mean ± sd "
-                 f"of {c['draws']} draws; dotted: predicted (formula)", fontsize="small")
+                 f"of {c['draws']} draws; dotted: the formula (random)", fontsize="small")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
@@ -293,7 +293,7 @@ def fig_b_mlp(records, path):
                    label="predicted (fresh-noise), three steps, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance")
         ax.set_xscale("log", base=2)
-        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$", yscale="log")
+        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$; $m$ = {str(ms)[1:-1]}", yscale="log")
     axes[0][0].set_ylabel(r"test accuracy (mean $\pm$ 1 sd)")
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize="x-small", loc="outside lower "
                "center", ncol=3)

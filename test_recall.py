@@ -979,19 +979,19 @@ def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
     assert mean < fresh                               # the skewed bias costs accuracy on average
 
 
-def test_b_agree_uses_the_formula_s_row_spread():
-    default = inspect.signature(theory.retrieval_accuracy_frozen).parameters["row_spread"].default
-    assert ex.B_AGREE["small"]["row_spread"] == default
+def test_b_agree_uses_the_formula_s_bias_lift():
+    default = inspect.signature(theory.retrieval_accuracy_frozen).parameters["bias_lift"].default
+    assert ex.B_AGREE["small"]["bias_lift"] == default
 
 
-def test_row_spread_weighs_the_frozen_bias_alone():
-    """lift = 1 + row_spread sqrt(1/d + 2/V) scales the frozen bias only: with it the mean falls,
-    the fresh-noise formula (no frozen part) does not move, and row_spread = 0 is the bare one."""
+def test_bias_lift_weighs_the_frozen_bias_alone():
+    """lift = 1 + bias_lift sqrt(1/d + 2/V) scales the frozen bias only: with it the mean falls,
+    the fresh-noise formula (no frozen part) does not move, and bias_lift = 0 is the bare one."""
     args = (128, 8000, 64, 8, 10.0)
-    lifted, bare = (theory.retrieval_accuracy_frozen(*args, row_spread=r)[0] for r in (1.5, 0.0))
+    lifted, bare = (theory.retrieval_accuracy_frozen(*args, bias_lift=r)[0] for r in (1.5, 0.0))
     assert lifted < bare - 0.005
     assert theory.retrieval_accuracy(*args) == theory.retrieval_accuracy_frozen(
-        *args, draws=1, fresh=True, row_spread=0.0)[0]
+        *args, draws=1, fresh=True, bias_lift=0.0)[0]
 
 
 def test_coverage_bound_by_hand():

@@ -190,19 +190,19 @@ def retrieval_accuracy(V, N, d, L, q, m=None, z2=1.0):
 
 
 def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=2000, seed=0,
-                              fresh=False, n_z=64, row_spread=0.31):
+                              fresh=False, n_z=64, bias_lift=0.31):
     """[ours] Predicted test accuracy (MODEL.md 4.6-4.7): (mean, sd) over `draws` frozen biases
-    b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + row_spread sqrt(1/d +
-    2/V) (fitted: sf varies over rows), fresh noise sf^2, distractors' labels c_v; n_z nodes in Z:
+    b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + bias_lift sqrt(1/d +
+    2/V) (fitted; what it corrects is not known), fresh noise sf^2, distractors' labels c_v:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - lift sqrt(sb2) b_v - c_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
-    if min(V, N, d, L, draws) < 1 or min(q, row_spread) < 0:
-        raise ValueError(f"need V, N, d, L, draws >= 1, q, row_spread >= 0; got {locals()}")
+    if min(V, N, d, L, draws) < 1 or min(q, bias_lift) < 0:
+        raise ValueError(f"need V, N, d, L, draws >= 1, q, bias_lift >= 0; got {locals()}")
     nodes, wx = _token_nodes(V, N, d, L, q, m, z2)
     z, wz = _normal_nodes(n_z)
     n_comp = min(L - 1, V - 1)                               # distractors' labels
     bias = frozen_bias_draws(V, N / V, d, q, L, z2, query_cosine(V, N, d, L), draws, seed)
-    acc, lift = np.zeros(draws), 1 + row_spread * math.sqrt(1 / d + 2 / V)
+    acc, lift = np.zeros(draws), 1 + bias_lift * math.sqrt(1 / d + 2 / V)
     for t in nodes:
         if t["S"] <= 0 or not math.isfinite(sum(t["T"].values())):   # not stored: chance
             acc += t["w"] / V
