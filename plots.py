@@ -34,8 +34,6 @@ def log_axes(ax, xlabel, ylabel, title, ncol=2, dy=-0.14):
               bbox_to_anchor=(0.5, dy * plt.rcParams["font.size"] / 10))
 
 
-# ----------------------------------------------------------------------------- paper A
-
 def fig_fig5(records, path):
     """Test losses of linear attention under SGD (first seed); stages: all seeds' mean +-1 sd."""
     records = sorted(records, key=lambda r: r["config"]["seed"])
@@ -214,8 +212,6 @@ def fig_tradeoff(records, path):
     return with_data(fig, path, {"plotted": {"attn": attn, "mlp": mlp, "acc": acc.tolist(),
                                              "frontier": front}, "fits": fits})
 
-
-# ----------------------------------------------------------------------------- paper B
 
 def fig_b_agree(records, path):
     """Predicted against measured accuracy (+-1 sd over draws); below, the paired diff (+-2 se)."""

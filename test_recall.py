@@ -1468,3 +1468,12 @@ def test_frozen_formula_s_z_quadrature_has_converged(point):
     b_agree's points (these two the worst); the default 64 are within 0.0020 of 256 at all 84."""
     at = [theory.retrieval_accuracy_frozen(*point, draws=4, n_z=n)[0] for n in (16, 64, 256)]
     assert abs(at[1] - at[2]) < 0.0025 and abs(at[0] - at[2]) > 0.005
+
+
+def test_retrieval_formula_names_what_is_wrong_with_its_input():
+    good = dict(V=16, N=99, d=8, L=4, q=2.0)
+    assert 0 < theory.retrieval_accuracy_frozen(**good, draws=2)[0] <= 1
+    for bad in (dict(V=16.0), dict(L=1), dict(V=1), dict(N=0), dict(q=-1.0), dict(q=math.nan),
+                dict(m=0), dict(z2=0.0), dict(bias_lift=-0.1)):
+        with pytest.raises(ValueError, match="need integers V, L >= 2"):
+            theory.retrieval_accuracy_frozen(**dict(good, **bad), draws=2)
