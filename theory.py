@@ -193,11 +193,11 @@ def retrieval_accuracy_frozen(V, N, d, L, q, m=None, z2=1.0, draws=8, n_test=200
                               fresh=False, n_z=64, bias_lift=0.31):
     """[ours] Predicted test accuracy (MODEL.md 4.6-4.7): (mean, sd) over `draws` frozen biases
     b (`frozen_bias_draws`) of size sb2 (0 if fresh) weighted by lift = 1 + bias_lift sqrt(1/d +
-    2/V) (fitted; what it corrects is not known), fresh noise sf^2, distractors' labels c_v:
+    2/V) (fitted; what it corrects: MODEL.md 4.7), fresh noise sf^2, distractors' labels c_v:
         acc(b) = E_x E_Z[ prod_{v != y} Phi((1 + s_o Z - lift sqrt(sb2) b_v - c_v) / sf) ],
         sd^2 = Var_b acc(b) + E_b[acc(b)(1 - acc(b))] (1/V + 1/n_test)."""
     if not (all(isinstance(k, (int, np.integer)) for k in (V, L, draws)) and min(V, L) >= 2 and
-            min(N, d, draws, 1 if m is None else m) >= 1 and q >= 0 <= bias_lift and z2 > 0):
+            min(N, d, draws, 1 if m is None else m) >= 1 and min(q, bias_lift) >= 0 and z2 > 0):
         raise ValueError("need integers V, L >= 2, draws >= 1; N, d, m >= 1; q, bias_lift >= 0; "
                          f"z2 > 0; got {locals()}")
     nodes, wx = _token_nodes(V, N, d, L, q, m, z2)
