@@ -1,8 +1,9 @@
 # The table of contents: `make figures` runs every experiment at laptop scale and draws its figure;
-# `make X` runs experiment X alone (the lists below).  `make test` runs the tests, `make demo` a
-# seminar set at tiny scale, `make homework` writes the student copy homework/ (HOMEWORK=DIR:
-# elsewhere) and `make check` (EX=N: exercise N only) checks the exercises, `make bench` times
-# the kernels.  Every target but clean creates .venv and installs requirements.txt first.
+# `make X` runs experiment X alone (the lists below).  `make test` runs the tests, `make lint`
+# the linter, `make demo` a seminar set at tiny scale, `make homework` writes the student copy
+# homework/ (HOMEWORK=DIR: elsewhere) and `make check` (EX=N: exercise N only) checks the
+# exercises, `make bench` times the kernels.  Every target but clean creates .venv and installs
+# requirements.txt first.
 # SCALE=tiny for seconds, SCALE=full for the papers' grids; JOBS=N runs N configurations in
 # parallel; TALK=1 draws figures for a projector.
 # `make clean` removes results and caches (figures/ stays).
@@ -21,7 +22,7 @@ FIGURES = fig5 linear mlp facts tradeoff \
 # families takes about as long as all of these together (RESULTS.md): it runs on its own
 EXPERIMENTS = $(FIGURES) families
 
-.PHONY: test figures demo clean bench homework check $(EXPERIMENTS)
+.PHONY: test lint figures demo clean bench homework check $(EXPERIMENTS)
 
 figures: $(FIGURES)
 
@@ -31,11 +32,16 @@ figures: $(FIGURES)
 	touch $@
 
 test: .venv/ready
-	$(PY) -m pytest -q test_recall.py
+	$(PY) -m pytest -q test_recall.py test_run.py
+
+# ruff is a development tool, not a dependency of the code: installed here only
+lint: .venv/ready
+	$(PY) -m pip install --quiet --disable-pip-version-check ruff
+	$(PY) -m ruff check .
 
 # one rule for every experiment: run it, then draw its figure
 $(EXPERIMENTS): .venv/ready
-	$(PY) train.py $@ --scale $(SCALE) --jobs $(JOBS)
+	$(PY) run.py $@ --scale $(SCALE) --jobs $(JOBS)
 	$(PY) plots.py $@ $(PLOTFLAGS)
 
 HOMEWORK ?= homework
@@ -53,7 +59,7 @@ bench: .venv/ready
 # fig5, linear and b_embed at tiny scale (one command), figures in results/demo/.
 DEMO = fig5 linear b_embed
 demo: .venv/ready
-	for e in $(DEMO); do $(PY) train.py $$e --scale tiny --jobs 1 && \
+	for e in $(DEMO); do $(PY) run.py $$e --scale tiny --jobs 1 && \
 	  $(PY) plots.py $$e --scale tiny --out results/demo/$$e.png || exit 1; done
 
 clean:

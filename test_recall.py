@@ -15,10 +15,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-import experiments as ex
+import paper_a
+import paper_b
 import recall as rc
 import theory
 import train
+import run
 import plots
 import homework
 
@@ -191,7 +193,7 @@ def test_fast_transformer_matches_textbook_forward_and_backward(case):
         tok[:3, -1] = tok[:3, 0]
     if case == "underflow":
         p["WQ"], p["WK"] = p["WQ"] * 30, p["WK"] * 30
-        assert isinstance(rc.transformer_forward(p, fixed, tok)[1], tuple)   # textbook cache
+        assert "counts" not in rc.transformer_forward(p, fixed, tok)[1]   # textbook cache
     assert_forms_match("transformer", p, fixed, tok, rng)
 
 
@@ -285,7 +287,7 @@ def test_embeddings_kinds():
 
 def test_loss_at_zero_value_weights_is_log_classes():
     rng = np.random.default_rng(8)
-    for name, fwd, bwd, params, fixed, inputs, y in small_models(rng):
+    for name, fwd, _, params, fixed, inputs, y in small_models(rng):
         zero = {"linear_memory": "W", "mlp_memory": "W2", "transformer": "WV",
                 "linear_attention": "WV"}.get(name, "WV")
         params[zero] = np.zeros_like(params[zero])
@@ -330,22 +332,23 @@ def test_edge_capacities_are_reported_not_fitted(tmp_path, monkeypatch):
                                               S_fresh99=N, facts_fresh99=N * N)}
     good = [rec(d, s, int(d * d / 3) + s) for d in (8, 16, 32) for s in (0, 1)]
     recs = good + [rec(16, 2, 64 * 200, edge=True)]
-    assert ex.linear_fits(ex.inside(recs)) == ex.linear_fits(good)
-    out = ex.linear_summary(recs)
+    assert paper_a.linear_fits(paper_a.inside(recs)) == paper_a.linear_fits(good)
+    out = paper_a.linear_summary(recs)
     assert "1 of 7 searches end at a bracket edge" in out
-    assert out.startswith(ex.linear_summary(good))
+    assert out.startswith(paper_a.linear_summary(good))
     for name, rs in (("all", recs), ("good", good)):      # the figure's data: the edge left out
         plots.fig_linear(rs, str(tmp_path / f"{name}.png"))
-    drawn = [train.read_json(str(tmp_path / f"{n}.json"))["plotted"] for n in ("all", "good")]
+    drawn = [run.read_json(str(tmp_path / f"{n}.json"))["plotted"] for n in ("all", "good")]
     assert drawn[0] == drawn[1]
     edges = [dict(r, result=dict(r["result"], lo_fails=True)) for r in recs]
-    assert "7 of 7 searches" in ex.facts_summary(edges) and "(edge: at most)" in ex.facts_summary(
-        edges) and "(edge: at least)" in ex.facts_summary(recs)
+    summary = paper_a.facts_summary(edges)
+    assert "7 of 7 searches" in summary and "(edge: at most)" in summary
+    assert "(edge: at least)" in paper_a.facts_summary(recs)
     plots.fig_facts(edges, str(tmp_path / "facts.png"))     # nothing measured: an empty figure
     legend = plots.fig_linear(edges, str(tmp_path / "e.png")).axes[0].get_legend().get_texts()
     assert "trained, 99% (no fit: nothing measured)" in [t.get_text() for t in legend]
     listed, heads = {"experiment": "linear", "scale": "small", "set": {}, "keys": [0] * 7}, []
-    monkeypatch.setattr(train, "load_records", lambda *a: (recs, listed))   # the header says so
+    monkeypatch.setattr(run, "load_records", lambda *a: (recs, listed))   # the header says so
     monkeypatch.setattr(plt.Figure, "savefig",
                         lambda fig, *a, **k: heads.append(fig.texts[0].get_text()))
     plots.draw("linear", path=str(tmp_path / "h.png"))
@@ -368,7 +371,7 @@ def test_bisect_capacity_finds_threshold():
     got = train.bisect_capacity(lambda n: n <= 500, 10, 1000, ratio=1.05)
     assert 500 / 1.05 <= got <= 500
     # a nested (stricter) search below a capacity that widened under its bracket's low end
-    r = ex.linear_one({"d": 4, "seed": 0, "lr": 1000.0, "steps": 200, "ratio": 1.1, "lo": 50,
+    r = paper_a.linear_one({"d": 4, "seed": 0, "lr": 1000.0, "steps": 200, "ratio": 1.1, "lo": 50,
                        "hi": 60})
     assert r["cap100"] <= r["cap99"] < 50 and r["hebb100"] <= r["hebb99"]
     seen = []
@@ -377,9 +380,9 @@ def test_bisect_capacity_finds_threshold():
 
 
 def test_fig5_relation_is_learned_before_subject():
-    cfg = dict(ex.FIG5["small"], steps=4800, eval_every=100, batch=256, n_test=1024, seed=0,
+    cfg = dict(paper_a.FIG5["small"], steps=4800, eval_every=100, batch=256, n_test=1024, seed=0,
                dtype="float64")                  # reduced batch: same dynamics, 4x cheaper
-    c = ex.fig5_one(cfg)
+    c = paper_a.fig5_one(cfg)
     step, rel, sub = map(np.asarray, (c["step"], c["relation"], c["subject"]))
     t_rel = step[np.argmax(rel < np.log(4) / 2)] if (rel < np.log(4) / 2).any() else None
     t_sub = step[np.argmax(sub < np.log(8) / 2)] if (sub < np.log(8) / 2).any() else None
@@ -390,8 +393,8 @@ def test_fig5_relation_is_learned_before_subject():
 
 
 def test_fig5_figure_renders(tmp_path):
-    cfg = dict(ex.FIG5["small"], steps=40, eval_every=10, batch=64, n_test=128, seed=0)
-    train.sweep("fig5", [cfg], ex.fig5_one, str(tmp_path), scale="small")
+    cfg = dict(paper_a.FIG5["small"], steps=40, eval_every=10, batch=64, n_test=128, seed=0)
+    run.sweep("fig5", [cfg], paper_a.fig5_one, str(tmp_path), scale="small")
     path = plots.draw("fig5", str(tmp_path), path=str(tmp_path / "f.png"))
     assert os.path.getsize(path) > 10000
     talk = plots.draw("fig5", str(tmp_path), path=str(tmp_path / "talk.png"), talk=True)
@@ -416,120 +419,18 @@ def test_fig5_figure_renders(tmp_path):
     (lambda: train.bisect_capacity(lambda n: True, 0, 5), "lo"),
     (lambda: rc.sample_retrieval({"V": 4, "L": 4, "perm": np.arange(4)}, 3,
                                  np.random.default_rng(0), Lmax=2), "Lmax"),
-    (lambda: ex.draws_config(8, 8, 2, [10], 0, 1), "draws >= 2"),
-    (lambda: ex.draws_config(8, 8, 4, [10], 0, 2, Lmax=3), "Lmax >= L"),
-    (lambda: ex.draws_config(8, 8, 2, [0, 10], 0, 2), "every N >= 1"),
-    (lambda: train.parse_value("steps", "-3", 8192), "steps"),
-    (lambda: train.parse_value("method", "foo", "adam", ex.CHOICES["method"]), "one of"),
+    (lambda: paper_b.draws_config(8, 8, 2, [10], 0, 1), "draws >= 2"),
+    (lambda: paper_b.draws_config(8, 8, 4, [10], 0, 2, Lmax=3), "Lmax >= L"),
+    (lambda: paper_b.draws_config(8, 8, 2, [0, 10], 0, 2), "every N >= 1"),
+    (lambda: run.parse_value("steps", "-3", 8192), "steps"),
+    (lambda: run.parse_value("method", "foo", "adam", paper_b.CHOICES["method"]), "one of"),
 ])
 def test_bad_inputs_raise_value_error_with_message(call, word):
     with pytest.raises(ValueError, match=word):
         call()
 
 
-def run_cli(*args, cwd=HERE):
-    return subprocess.run([sys.executable, os.path.join(HERE, "train.py"), *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=60)
-
-
-@pytest.mark.parametrize("args", [["nonsense"], ["fig5", "--set", "steps=-3"], ["fig5", "--bogus"],
-                                  ["fig5", "--jobs", "two"], ["b_scaling", "--set", "draws=1"], []])
-def test_cli_bad_option_exits_2_with_one_line(args):
-    r = run_cli(*args)
-    assert r.returncode == 2, r
-    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-
-
-def test_cli_unquoted_set_value_with_spaces_gets_the_quoting_hint():
-    r = run_cli("b_agree", "--list", "--set", 'hidden=[{"V":', "64}]")      # as a shell splits it
-    assert r.returncode == 2 and "in single quotes" in r.stderr, r.stderr
-    r = run_cli("fig5", "--bogus")
-    assert r.returncode == 2 and "quote" not in r.stderr, r.stderr
-
-
-def test_cli_help_lists_experiments():
-    r = run_cli("--help")
-    assert r.returncode == 0 and "fig5" in r.stdout
-    r = run_cli("fig5", "--help")
-    assert r.returncode == 0 and "--set" in r.stdout and "--jobs" in r.stdout
-
-
-def test_cli_runs_fig5_and_writes_record(tmp_path):
-    r = run_cli("fig5", "--set", "steps=20", "--out", str(tmp_path), "--seed", "3",
-                "--set", "seeds=1")
-    assert r.returncode == 0, r.stderr
-    (rec,), listed = train.load_records(str(tmp_path), "fig5")
-    assert rec["config"]["seed"] == 3 and rec["config"]["steps"] == 20
-    assert len(rec["result"]["total"]) == 2 and rec["seconds"] >= 0
-    assert listed["scale"] == "small" and listed["set"] == {"steps": 20, "seeds": 1}
-    assert r.stdout.startswith("fig5 seed 3: plateau until step None")   # the summary's line
-
-
-def _tiny_fig5(seed):
-    return dict(ex.FIG5["small"], steps=30, eval_every=10, batch=32, n_test=64, seed=seed)
-
-
-def _interrupt_at_seed_2(cfg):
-    if cfg["seed"] == 2:
-        raise KeyboardInterrupt
-    return ex.fig5_one(cfg)
-
-
-def test_sweep_resumes_without_recomputing(tmp_path):
-    configs = [_tiny_fig5(s) for s in range(4)]
-    with pytest.raises(KeyboardInterrupt):          # interrupted after k = 2 configurations
-        train.sweep("fig5", configs, _interrupt_at_seed_2, str(tmp_path))
-    done, _ = train.load_records(str(tmp_path), "fig5")
-    assert sorted(r["config"]["seed"] for r in done) == [0, 1]
-    before = {f: os.path.getmtime(f) for f in (tmp_path / "fig5").glob("[!_]*")}   # records
-    seen = []
-
-    def fn(cfg):
-        seen.append(cfg["seed"])
-        return ex.fig5_one(cfg)
-    records = train.sweep("fig5", configs, fn, str(tmp_path))
-    assert seen == [2, 3]                           # the finished two were not recomputed
-    assert [r["config"]["seed"] for r in records] == [0, 1, 2, 3]
-    assert all(os.path.getmtime(f) == t for f, t in before.items())
-    assert not [f for f in os.listdir(tmp_path / "fig5") if ".tmp" in f]
-
-
-def test_sweep_results_identical_for_jobs_1_and_2(tmp_path):
-    configs = [_tiny_fig5(s) for s in range(3)]
-    one = train.sweep("fig5", configs, ex.fig5_one, str(tmp_path / "a"), jobs=1)
-    two = train.sweep("fig5", configs, ex.fig5_one, str(tmp_path / "b"), jobs=2)
-    assert [r["result"] for r in one] == [r["result"] for r in two]
-    assert len({json.dumps(r["result"]) for r in one}) == 3   # seeds differ, so results differ
-
-
-def test_cli_list_and_only(tmp_path):
-    r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--list")
-    assert r.returncode == 0 and r.stdout.startswith("0\ttodo\t")
-    r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--only", "0")
-    assert r.returncode == 0 and len(train.load_records(str(tmp_path), "fig5")[0]) == 1
-    assert "configuration 0 done; a run without --only runs the others" in r.stdout
-    r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--list")
-    assert r.stdout.startswith("0\tdone\t")
-    r = run_cli("fig5", "--set", "steps=10", "--out", str(tmp_path), "--only", "0")
-    assert r.returncode == 0 and "fig5: nothing to run" in r.stderr       # says it, not silent
-    r = run_cli("fig5", "--out", str(tmp_path), "--only", "5")
-    assert r.returncode == 2 and "--only" in r.stderr
-
-
-def test_every_experiment_lists_its_configs_without_running(tmp_path, capsys):
-    """--list prints one line per configuration and runs nothing, at every scale; the configs
-    are made from the grid alone (nothing runs to find them)."""
-    for name, e in ex.EXPERIMENTS.items():
-        for scale in ex.SCALES:
-            train.main([name, "--scale", scale, "--out", str(tmp_path), "--list"])
-            lines = capsys.readouterr().out.splitlines()
-            assert lines and all(line.split("\t")[1] == "todo" for line in lines), name
-            assert len(lines) == len(train.unique(e["configs"](e["grid"][scale], 0))), name
-        assert not list(tmp_path.glob(f"{name}/*.json")), name      # nothing ran
-
-
 # ----------------------------------------------------------------------------- paper A experiments
-
 
 
 def test_theory_memory_formulas_hand_computed():
@@ -570,15 +471,15 @@ def _plotted_json(path):
 
 
 def test_linear_tiny_run_and_figure(tmp_path):
-    cfgs = ex.linear_configs(dict(ex.LINEAR["small"], d=[8, 11], steps=300, seeds=2), 0)
-    recs = train.sweep("linear", cfgs, ex.linear_one, str(tmp_path), 1)
+    cfgs = paper_a.linear_configs(dict(paper_a.LINEAR["small"], d=[8, 11], steps=300, seeds=2), 0)
+    recs = run.sweep("linear", cfgs, paper_a.linear_one, str(tmp_path), 1)
     for r in recs:
         res = r["result"]
         assert res["cap99"] >= res["cap100"] > res["hebb100"] >= 2   # training beats Hebbian
         assert r["config"]["seed"] in (0, 1, 2) and r["seconds"] >= 0
     mtimes = lambda: [os.path.getmtime(p) for p in (tmp_path / "linear").glob("[!_]*")]  # noqa
     before = mtimes()
-    train.sweep("linear", cfgs, ex.linear_one, str(tmp_path), 1)   # resumes: no rerun
+    run.sweep("linear", cfgs, paper_a.linear_one, str(tmp_path), 1)   # resumes: no rerun
     assert before == mtimes()
     path = plots.draw("linear", str(tmp_path), path=str(tmp_path / "linear.png"))
     assert os.path.exists(path)
@@ -588,13 +489,14 @@ def test_linear_tiny_run_and_figure(tmp_path):
     for d, y in zip(ds, shown["plotted"]["cap99"][1]):
         caps = [r["result"]["cap99"] for r in recs if r["config"]["d"] == d]
         assert y == pytest.approx(np.mean(caps))
-    assert shown["fits"]["cap99"]["c"] == pytest.approx(ex.linear_fits(recs)["cap99"]["c"])
+    assert shown["fits"]["cap99"]["c"] == pytest.approx(paper_a.linear_fits(recs)["cap99"]["c"])
 
 
 def test_mlp_tiny_run_and_figure(tmp_path):
-    cfgs = ex.mlp_configs(dict(ex.MLP["small"], d=[8], alpha=[1, 2], steps=400, seeds=1), 0)
+    grid = dict(paper_a.MLP["small"], d=[8], alpha=[1, 2], steps=400, seeds=1)
+    cfgs = paper_a.mlp_configs(grid, 0)
     assert {c["dtype"] for c in cfgs} == {"float32"}                  # single precision, as JAX
-    recs = train.sweep("mlp", cfgs, ex.mlp_one, str(tmp_path), 1)
+    recs = run.sweep("mlp", cfgs, paper_a.mlp_one, str(tmp_path), 1)
     for regime in ("M=N", "M=32"):
         caps = [r["result"]["cap99"] for r in sorted(recs, key=lambda r: r["config"]["alpha"])
                 if r["config"]["regime"] == regime]
@@ -608,12 +510,12 @@ def test_mlp_tiny_run_and_figure(tmp_path):
 
 
 def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypatch):
-    for grid in (ex.FIG5, ex.FACTS, ex.TRADEOFF):   # single precision by default
+    for grid in (paper_a.FIG5, paper_a.FACTS, paper_a.TRADEOFF):   # single precision by default
         assert {g["dtype"] for g in grid.values()} == {"float32"}
-    cfgs = ex.facts_configs(ex.FACTS["tiny"], 0)
+    cfgs = paper_a.facts_configs(paper_a.FACTS["tiny"], 0)
     assert [c["d"] for c in cfgs] == [20, 16] and {c["dtype"] for c in cfgs} == {"float32"}
     assert [c["H"] for c in cfgs] == [5, 8]                          # 8 heads, or d/4
-    full = ex.facts_configs(ex.FACTS["full"], 0)
+    full = paper_a.facts_configs(paper_a.FACTS["full"], 0)
     assert len(full) == 3 * 70 and {(c["lo"], c["hi"]) for c in full if c["d"] == 16 and
                                 c["a"] == c["b"] == 1} == {(10, 15)}   # sqrt(c 6 d^2)
     seen = set()
@@ -622,7 +524,7 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
         seen.add((params["WQ"].dtype, fixed["E"].dtype))
         return real(params, fixed, tokens)
     monkeypatch.setattr(rc, "transformer_forward", spy)
-    recs = train.sweep("facts", cfgs, ex.facts_one, str(tmp_path))
+    recs = run.sweep("facts", cfgs, paper_a.facts_one, str(tmp_path))
     assert seen == {(np.dtype("float32"), np.dtype("float32"))}
     for r in recs:
         res, c = r["result"], r["config"]
@@ -651,17 +553,17 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
 def test_families_configs_spend_parameters_as_named():
     """Attention-dominated: dh H = 4 d, m = d / 4; MLP-dominated: one head, dh = d / 4, m = 4 d;
     balanced as facts; the grid has no a, b or H of its own, so --set cannot silently miss."""
-    cfgs = ex.families_configs(ex.FAMILIES["small"], 0)
-    assert not {"a", "b", "H"} & set(ex.FAMILIES["small"])
+    cfgs = paper_a.families_configs(paper_a.FAMILIES["small"], 0)
+    assert not {"a", "b", "H"} & set(paper_a.FAMILIES["small"])
     for c in cfgs:
         attn, mlp = c["H"] * c["dh"], c["m"]
         assert {(4, 0.25): (attn, mlp) == (4 * c["d"], c["d"] // 4),
                 (1, 1): (attn, mlp) == (c["d"], c["d"]),
                 (0.25, 4): (c["H"], attn, mlp) == (1, c["d"] // 4, 4 * c["d"])}[c["a"], c["b"]]
-    sizes = {fam: sorted({c["d"] for c in cfgs if ex.facts_family({"config": c}) == fam})
+    sizes = {fam: sorted({c["d"] for c in cfgs if paper_a.facts_family({"config": c}) == fam})
              for fam in ("a=4 b=0.25", "a=1 b=1", "a=0.25 b=4")}
     assert all(d == [16, 24, 32, 48] for d in sizes.values())         # 4 sizes, 9x in params
-    assert len(cfgs) == 3 * 4 * ex.FAMILIES["small"]["seeds"]
+    assert len(cfgs) == 3 * 4 * paper_a.FAMILIES["small"]["seeds"]
 
 
 def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
@@ -669,20 +571,20 @@ def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
             for a, m, acc in [(10, 1, 0.5), (10, 4, 0.995), (10, 16, 1.0), (20, 1, 0.99),
                               (20, 4, 1.0),
                               (5, 1, 0.1), (5, 4, 0.2)]]
-    assert ex.tradeoff_frontier(fake) == [(5, None), (10, 4), (20, 1)]
-    fit = ex.tradeoff_fits(fake)["frontier"]
+    assert paper_a.tradeoff_frontier(fake) == [(5, None), (10, 4), (20, 1)]
+    fit = paper_a.tradeoff_fits(fake)["frontier"]
     # attn / ca + mlp / cm = 10 through (10, 4) and (20, 1): 1/ca = 3/7, 1/cm = 10/7
     assert fit["attn_params_per_fact"] == pytest.approx(7 / 3)
     assert fit["mlp_params_per_fact"] == pytest.approx(0.7)
     assert fit["monotone"] == "yes"
     fake.append({"result": {"attn_params": 40, "mlp_params": 4, "fresh_acc": 1.0, "facts": 10}})
     fake.append({"result": {"attn_params": 40, "mlp_params": 1, "fresh_acc": 0.5, "facts": 10}})
-    assert ex.tradeoff_fits(fake)["frontier"]["monotone"] == "no"
-    one = ex.tradeoff_fits(fake[:3])["frontier"]                        # a frontier of one cell
+    assert paper_a.tradeoff_fits(fake)["frontier"]["monotone"] == "no"
+    one = paper_a.tradeoff_fits(fake[:3])["frontier"]            # a frontier of one cell
     assert (one["monotone"], one["fit"], "attn_params_per_fact" in one) == (
         "n/a", "needs two frontier points", False)
-    recs = train.sweep("tradeoff", ex.tradeoff_configs(ex.TRADEOFF["tiny"], 0), ex.tradeoff_one,
-                       str(tmp_path))
+    configs = paper_a.tradeoff_configs(paper_a.TRADEOFF["tiny"], 0)
+    recs = run.sweep("tradeoff", configs, paper_a.tradeoff_one, str(tmp_path))
     assert len(recs) == 4 and all(r["config"]["dtype"] == "float32" for r in recs)
     for r in recs:    # each cell reports its best learning rate
         assert r["result"]["fresh_acc"] == max(u["fresh_acc"] for u in r["result"]["runs"])
@@ -693,147 +595,6 @@ def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
         res = r["result"]
         i, j = shown["mlp"].index(res["mlp_params"]), shown["attn"].index(res["attn_params"])
         assert shown["acc"][i][j] == res["fresh_acc"]
-
-
-def test_set_overrides_fields_and_the_fields_computed_from_them():
-    r = run_cli("linear", "--scale", "tiny", "--set", "d=24", "--set", "lr=500", "--list")
-    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]
-    assert r.returncode == 0 and len(cfgs) == 2                  # 3 d x 2 seeds -> 1 d x 2 seeds
-    assert cfgs == ex.linear_configs(dict(ex.LINEAR["tiny"], d=[24], lr=500.0), 0)
-    assert cfgs[0]["hi"] == int(theory.linear_capacity_N(24, 0.8)) + 1    # bracket from d = 24
-    r = run_cli("mlp", "--scale", "tiny", "--set", "M=none", "--set", "alpha=2", "--list")
-    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]
-    assert {(c["d"], c["alpha"], c["M"], c["regime"]) for c in cfgs} == {(8, 2, None, "M=N")}
-    r = run_cli("b_embed", "--scale", "tiny", "--set", "V=16", "--list")   # one-hot d = V + 2
-    cfgs = [json.loads(line.split("\t")[2]) for line in r.stdout.splitlines()]
-    assert [(c["kind"], c["d"]) for c in cfgs] == [("onehot", 18), ("gaussian", 4),
-                                                   ("gaussian", 8), ("gaussian", 18)]
-    r = run_cli("b_scaling", "--scale", "tiny", "--set", "L=[2, 16]", "--list")   # Lmax follows L
-    assert {json.loads(line.split("\t")[2])["Lmax"] for line in r.stdout.splitlines()} == {16}
-    assert train.parse_value("x", "3", [0.5, 1]) == [3.0] and train.parse_value("x", "3", 0.5) == 3
-    assert train.parse_value("M", "none", [None, 32]) == [None]
-    for args in (["mlp", "--set", "M=0"], ["mlp", "--set", "M=0.5"], ["facts", "--set", "H=2.5"]):
-        r = run_cli(*args, "--scale", "tiny", "--list")     # fields that may be None
-        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-    assert train.parse_value("lr", "1000", 1000.0) == 1000.0       # one config, not two
-    assert train.parse_value("H", "4", None) == 4
-    r = run_cli("linear", "--scale", "tiny", "--set", "d=[8, 8]", "--list")   # duplicates once
-    assert len(r.stdout.splitlines()) == 2
-    assert train.parse_value("d", "[8, 16]", [4]) == [8, 16]
-    r = run_cli("b_agree", "--scale", "tiny", "--list", "--set", "points=[]",   # as the README
-                "--set", 'hidden=[{"V": 16, "N": 99, "d": 8, "L": 4}]')   # q, m: their defaults
-    cfg = json.loads(r.stdout.splitlines()[0].split("\t")[2])
-    assert (cfg["V"], cfg["Ns"], cfg["q"], "m" in cfg, cfg["hidden"], cfg["draws"]) == (
-        16, [99], 10.0, False, True, ex.B_AGREE["tiny"]["hidden_draws"])
-    assert len(r.stdout.splitlines()) == 1
-
-
-def test_set_checks_b_agree_points_and_orders_the_linear_bracket():
-    grid = ex.B_AGREE["tiny"]
-    point = {"V": 16, "d": 8, "L": 4, "N": 99}
-    for bad, named in ((dict(V=16, d=8, L=4, n=99), "N, n"), (dict(point, Q=4), "Q"),
-                       (dict(point, N="99"), "N"), (dict(point, q=-1), "q"),
-                       (dict(point, N=30.5), "N"), (dict(point, d=8.0), "d")):
-        with pytest.raises(ValueError, match="integers V, d, L, N >= 1, optionally m >= 1, q > 0; "
-                           f"got .*: check {named}$"):
-            ex.b_agree_configs(dict(grid, points=[bad]), 0)
-    assert ex.b_agree_configs(dict(grid, points=[{"V": 16, "d": 8, "L": 4, "N": 99, "m": None}]), 0)
-    assert ex.b_agree_configs(dict(grid, points=[{"V": 16, "d": 8, "L": 4, "N": 99, "q": 2.5}]), 0)
-    with pytest.raises(ValueError, match="draws >= 2"):
-        ex.b_agree_configs(dict(grid, hidden_draws=1), 0)
-    swapped = ex.linear_configs(dict(ex.LINEAR["tiny"], c_lo=0.1), 0)      # c_lo below c_hi
-    assert all(c["lo"] <= c["hi"] for c in swapped)
-
-
-def test_a_custom_run_is_drawn_beside_its_records_not_over_figures(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)                     # figures/ would be created here if used
-    configs = [_tiny_fig5(0)]
-    train.sweep("fig5", configs, ex.fig5_one, "res", overrides={"steps": 64})
-    assert plots.draw("fig5", "res") == os.path.join("res", "fig5_sequential.png")
-    train.sweep("fig5", configs, ex.fig5_one, train.RESULTS, overrides={"steps": 64})   # --set
-    assert plots.draw("fig5") == os.path.join(train.RESULTS, "fig5_sequential.png")
-    assert not os.path.exists("figures")
-
-
-def test_set_error_shows_the_example_as_json_and_says_positive_only_for_numbers():
-    with pytest.raises(ValueError) as err:
-        train.parse_value("points", "[1]", [{"V": 16, "q": 10, "m": None}])
-    assert 'a dict like {"V": 16, "q": 10, "m": null}' in str(err.value)
-    with pytest.raises(ValueError, match="a positive int like 8"):
-        train.parse_value("d", "-3", [8])
-    for text in ("-1", "1.5"):                  # a field at 0 (facts' prompts_per_fact) takes >= 0
-        with pytest.raises(ValueError, match="a non-negative int like 0"):
-            train.parse_value("prompts_per_fact", text, 0)
-    assert train.parse_value("prompts_per_fact", "0", 0) == 0
-    with pytest.raises(ValueError, match="a positive int like 4"):
-        train.parse_value("prompts_per_fact", "0", 4)
-
-
-@pytest.mark.parametrize("args", [["--set", "nope=1"], ["--set", "d=abc"], ["--set", "d=2.5"],
-                                  ["--set", "d"], ["--set", "steps=-3"], ["--seed", "-1"],
-                                  ["--set", "d=8", "--set", "d =11"]])
-def test_set_unknown_key_or_bad_value_exits_2_naming_the_keys(args):
-    r = run_cli("linear", *args)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert args[1] != "nope=1" or "c_hi, c_lo, d, dmax, lr, ratio, seeds, steps" in r.stderr
-
-
-def test_a_run_that_fails_at_once_keeps_the_last_record_set_and_only_is_checked(tmp_path):
-    """A run stopped by a bad value before its first record leaves the previous record set (what
-    plots.py draws) in place; --only outside the grid is an error, with or without --list."""
-    out = str(tmp_path / "res")
-    assert run_cli("b_embed", "--scale", "tiny", "--out", out).returncode == 0
-    before = train.load_records(out, "b_embed", "tiny")
-    r = run_cli("b_embed", "--scale", "tiny", "--set", "V=1", "--out", out)
-    assert r.returncode == 2 and "V must be >= 2" in r.stderr, r.stderr
-    after = train.load_records(out, "b_embed", "tiny")
-    assert len(after[0]) == len(before[0]) == 4 and after[1] == before[1]
-    for extra in ([], ["--list"]):
-        r = run_cli("b_embed", "--scale", "tiny", "--only", "4", *extra, "--out", out)
-        assert r.returncode == 2 and "--only must be in [0, 4), got 4" in r.stderr, r.stderr
-    for only in (-1, 1):                                 # from Python: not the last, not an error
-        with pytest.raises(ValueError, match=r"only must be in \[0, 1\)"):
-            train.sweep("fig5", [_tiny_fig5(0)], ex.fig5_one, out, only=only)
-    r = run_cli("facts", "--scale", "tiny", "--set", "H=3", "--list")   # 3 heads divide no d
-    assert r.returncode == 2 and "facts_configs in experiments.py" in r.stderr, r.stderr
-
-
-def test_set_run_is_drawn_from_another_folder(tmp_path):
-    r = run_cli("linear", "--scale", "tiny", "--set", "d=8", "--set", "steps=200",
-                "--out", str(tmp_path / "res"))
-    assert r.returncode == 0, r.stderr
-    (manifest,) = (tmp_path / "res" / "linear").glob("_set-*.json")
-    assert manifest.name == "_set-tiny.json"
-    assert json.loads(manifest.read_text())["set"] == {"d": [8], "steps": 200}
-    out = tmp_path / "pics" / "lin.png"
-    r = subprocess.run([sys.executable, os.path.join(HERE, "plots.py"), "linear", "--results",
-                        str(tmp_path / "res"), "--out", str(out)], capture_output=True, text=True)
-    assert r.returncode == 0 and out.exists(), r.stderr
-    assert _plotted_json(out)["plotted"]["cap99"][0] == [64.0]       # d = 8 only
-    r = subprocess.run([sys.executable, os.path.join(HERE, "plots.py"), "linear", "--scale", "full",
-                        "--results", str(tmp_path / "res")], capture_output=True, text=True)
-    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "full" in r.stderr
-    assert "--scale full" in r.stderr                                # the command that would help
-
-
-def test_figure_draws_the_chosen_record_set_not_a_stray_record(tmp_path, monkeypatch):
-    runs = {}
-    for scale in ("small", "tiny"):
-        train.main(["fig5", "--scale", scale, "--set", "steps=10", "--set", "seeds=1", "--out",
-                    str(tmp_path)])
-        runs[scale] = train.load_records(str(tmp_path), "fig5", scale)[0][0]
-    stray = dict(runs["tiny"], config=dict(runs["tiny"]["config"], seed=9),
-                 result=dict(runs["tiny"]["result"], total=[7.0, 7.0]))
-    train.save_json(str(tmp_path / "fig5" / "ffffffffffff.json"), stray)   # sorts last
-    drawn = {}
-    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, path, **k: drawn.update(
-        y=list(fig.axes[0].lines[0].get_ydata()), head=fig.texts[0].get_text()))
-    for scale, rec in (("small", runs["small"]), ("tiny", runs["tiny"]), (None, runs["tiny"])):
-        plots.draw("fig5", str(tmp_path), scale, str(tmp_path / "f.png"))   # None: the newest
-        assert drawn["y"] == rec["result"]["total"] and rec["result"]["total"] != [7.0, 7.0]
-        assert drawn["head"].startswith(f"fig5: scale {scale or 'tiny'}, 1 of 1 runs")
-        assert drawn["head"].endswith("runs\n--set steps=10\n--set seeds=1")   # a line each
 
 
 # ----------------------------------------------------------------------------- paper B experiments
@@ -852,7 +613,7 @@ def _naive_retrieval_loss(WKQ, WV, fixed, tokens, pos, labels):
             phi = np.maximum(phi @ fixed["W_mlp"], 0.0)
         logits = [float(phi @ WV @ U[v]) for v in range(len(U))]
         mx = max(logits)
-        total += -(logits[labels[n]] - mx - np.log(sum(np.exp(l - mx) for l in logits)))
+        total += -(logits[labels[n]] - mx - np.log(sum(np.exp(z - mx) for z in logits)))
     return total / len(labels)
 
 
@@ -875,7 +636,8 @@ def test_three_step_matches_naive_steps(m):
     fixed = rc.retrieval_fixed(task)
     tokens, pos, labels = rc.sample_retrieval(task, 6, rng)
     eta, gamma = 0.7, 3.0
-    loss = lambda WKQ, WV: _naive_retrieval_loss(WKQ, WV, fixed, tokens, pos, labels)
+    def loss(WKQ, WV):
+        return _naive_retrieval_loss(WKQ, WV, fixed, tokens, pos, labels)
     vdim = 4 if m is None else m
     WKQ0, WV0 = np.zeros((4, 4)), np.zeros((vdim, 4))
     WV1 = -eta * _naive_grad(lambda W: loss(WKQ0, W), WV0)
@@ -891,27 +653,50 @@ def test_three_step_matches_naive_steps(m):
                   "WV (query_norm given)": rel_error(again["WV"], WV2)}, 1e-5, "relative error")
 
 
-@pytest.mark.parametrize("m, centred", [(None, False), (3, False), (3, True)])
-def test_three_step_limit_matches_three_step(m, centred):
-    """The eta -> 0 form: the same query and, up to scale, the same WV2 as three_step at tiny eta
-    (with an MLP, centred or not, it runs those steps); the learner's logits are the forward
-    pass's."""
+def test_three_step_limit_matches_three_step():
+    """The eta -> 0 form: the same query and, up to scale, the same WV2 as three_step at tiny
+    eta, at a given query norm q and at given (eta, gamma); the learner's logits are the
+    forward pass's."""
     rng = np.random.default_rng(3)
-    task = rc.make_retrieval(32, 16, 4, rng, m=m)
+    task = rc.make_retrieval(32, 16, 4, rng)
     fixed = rc.retrieval_fixed(task)
-    if centred:
-        fixed["mlp_centre"] = rng.random(3)
     tr = rc.sample_retrieval(task, 500, rng)
-    a = train.three_step(fixed, *tr, 1e-6, query_norm=4.0)
-    b = train.three_step_limit(fixed, *tr, 4.0)
-    np.testing.assert_allclose(b["WKQ"] @ fixed["z_eos"], a["WKQ"] @ fixed["z_eos"], atol=1e-6)
-    np.testing.assert_allclose(b["WV"] / np.linalg.norm(b["WV"]), a["WV"] / np.linalg.norm(a["WV"]),
-                               atol=1e-6)
+    pairs = [(train.three_step(fixed, *tr, 1e-6, query_norm=4.0),
+              train.three_step_limit(fixed, *tr, 4.0)),
+             (train.three_step(fixed, *tr, 1e-6, gamma=3e3 / 1e-6),
+              train.three_step_limit(fixed, *tr, gamma_eta=3e3))]
+    for a, b in pairs:
+        w = a["WKQ"] @ fixed["z_eos"]
+        assert np.linalg.norm(w) > 0.1
+        np.testing.assert_allclose(b["WKQ"] @ fixed["z_eos"], w, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b["WV"] / np.linalg.norm(b["WV"]),
+                                   a["WV"] / np.linalg.norm(a["WV"]), atol=1e-6)
     test = rc.sample_retrieval(task, 300, rng)
-    logits = rc.retrieval_forward(b, fixed, test[:2])[0]
-    got, att = ex.learner_logits({"method": "three_step", "q": 4.0}, fixed, tr, test)
+    logits = rc.retrieval_forward(pairs[0][1], fixed, test[:2])[0]
+    got, att = paper_b.learner_logits({"method": "three_step", "q": 4.0}, fixed, tr, test, None)
     np.testing.assert_array_equal(got, logits)
     assert 0.25 < att <= 1
+    with pytest.raises(ValueError, match="exactly one"):
+        train.three_step_limit(fixed, *tr, 4.0, gamma_eta=1.0)
+
+
+@pytest.mark.parametrize("centred", [False, True])
+def test_mlp_learner_takes_the_literal_steps(centred):
+    """With the fixed MLP three steps are not linear in the counts: b_mlp's learner takes the
+    literal steps at eta = 1e-6 (its features centred if asked), and its logits are the
+    forward pass's."""
+    rng = np.random.default_rng(3)
+    task = rc.make_retrieval(32, 16, 4, rng, m=3)
+    fixed = rc.retrieval_fixed(task)
+    tr, test = rc.sample_retrieval(task, 500, rng), rc.sample_retrieval(task, 300, rng)
+    cfg = {"method": "three_step", "q": 4.0, "m": 3, "centred": centred}
+    got, att = paper_b.mlp_logits(cfg, fixed, tr, test, None)
+    if centred:
+        features = np.maximum((fixed["E"] + fixed["z_trig"]) @ fixed["W_mlp"], 0)
+        fixed = dict(fixed, mlp_centre=features.mean(0))
+    params = train.three_step(fixed, *tr, 1e-6, query_norm=4.0)
+    np.testing.assert_array_equal(got, rc.retrieval_forward(params, fixed, test[:2])[0])
+    assert 0 < att <= 1
 
 
 def limit_steps(fixed, tokens, pos, labels, q):
@@ -981,7 +766,7 @@ def test_frozen_bias_sd_is_nonzero_and_shrinks_as_the_model_says():
 
 def test_b_agree_uses_the_formula_s_bias_lift():
     default = inspect.signature(theory.retrieval_accuracy_frozen).parameters["bias_lift"].default
-    assert ex.B_AGREE["small"]["bias_lift"] == default
+    assert paper_b.B_AGREE["small"]["bias_lift"] == default
 
 
 def test_bias_lift_weighs_the_frozen_bias_alone():
@@ -1061,7 +846,8 @@ def test_mlp_mean_bias_moves_its_count_part_with_the_kernel_value_and_its_spread
 
 
 def test_accuracy_formula_limits_and_solvers():
-    acc = lambda **k: theory.retrieval_accuracy(**dict(dict(V=64, N=4000, d=64, L=8, q=10.0), **k))
+    def acc(**k):
+        return theory.retrieval_accuracy(**dict(dict(V=64, N=4000, d=64, L=8, q=10.0), **k))
     assert acc(N=10 ** 7, d=4096) > 0.99                             # everything large: recall
     assert acc(q=0.0, L=64, N=200) < 0.05                            # no attention: near chance
     assert acc(N=2000) < acc(N=8000) and acc(d=32) < acc(d=128)      # monotone in N and d
@@ -1090,7 +876,7 @@ def test_three_step_accuracy_matches_theory_at_one_point():
     acc = (rc.retrieval_forward(params, fixed, test[:2])[0].argmax(1) == test[2]).mean()
     z2 = float(fixed["z_trig"] @ fixed["z_trig"])
     assert abs(acc - theory.retrieval_accuracy(64, 2000, 64, 4, 10.0, z2=z2)) < 0.10
-    r = ex.draws_one(ex.draws_config(64, 64, 4, [2000], 0, 4, n_test=1000))
+    r = paper_b.draws_one(paper_b.draws_config(64, 64, 4, [2000], 0, 4, n_test=1000))
     pred = np.mean([theory.retrieval_accuracy(64, 2000, 64, 4, 10.0, z2=z) for z in r["z2"]])
     assert np.min(r["attention"]) > 0.99 and abs(np.mean(r["accuracy"]) - pred) < 0.10
 
@@ -1098,8 +884,8 @@ def test_three_step_accuracy_matches_theory_at_one_point():
 @pytest.mark.parametrize("name", ["b_agree", "b_embed", "b_mlp", "families"])
 def test_experiment_tiny(name, tmp_path, capsys):
     """Each experiment at tiny scale writes records, prints its summary, and its figure renders."""
-    train.main([name, "--scale", "tiny", "--out", str(tmp_path)])
-    records, _ = train.load_records(str(tmp_path), name)
+    run.main([name, "--scale", "tiny", "--out", str(tmp_path)])
+    records, _ = run.load_records(str(tmp_path), name)
     assert records and all("result" in r for r in records)
     assert len(list((tmp_path / name).glob("[!_]*.json"))) == len(records)
     assert capsys.readouterr().out.count("\n") >= 2
@@ -1138,10 +924,10 @@ def test_label_gradient_is_the_first_gradient(V, d, L):
     task = rc.make_retrieval(V, d, L, rng)
     fixed = rc.retrieval_fixed(task)
     tr = rc.sample_retrieval(task, 300, rng)
-    np.testing.assert_allclose(train.label_gradient(fixed, *tr, np.full((300, L), 1 / L)),
+    np.testing.assert_allclose(rc.label_gradient(fixed, *tr, np.full((300, L), 1 / L)),
                                first_gradient(fixed, *tr), rtol=1e-10, atol=1e-14)
     with pytest.raises(ValueError, match="attention only"):
-        train.label_gradient(dict(fixed, W_mlp=np.ones((d, 4))), *tr, np.full((300, L), 1 / L))
+        rc.label_gradient(dict(fixed, W_mlp=np.ones((d, 4))), *tr, np.full((300, L), 1 / L))
 
 
 def test_first_gradient_has_the_closed_form_of_gradinfo_decoder():
@@ -1187,9 +973,9 @@ def test_sample_retrieval_labels_by_perm():
 def test_run_draws_one_runs_every_learner_on_paired_draws():
     """One runner for three steps, Adam and gradient information: at d > V gradient information
     and Adam read the counts; at d = 4 three steps is far worse than at d = 64 (same draws)."""
-    cfg = lambda d, method: ex.draws_config(16, d, 4, [64, 512], 7, 3, q=5.0, method=method,  # noqa
+    cfg = lambda d, method: paper_b.draws_config(16, d, 4, [64, 512], 7, 3, q=5.0, method=method,  # noqa
                                             n_test=300, steps=30, lr=0.05)
-    res = {(d, m): np.array(ex.draws_one(cfg(d, m))["accuracy"])
+    res = {(d, m): np.array(paper_b.draws_one(cfg(d, m))["accuracy"])
            for d in (4, 64) for m in ("three_step", "gradinfo", "adam")}
     assert all(v.shape == (3, 2) for v in res.values())
     assert res[64, "gradinfo"][:, 1].mean() > 0.9 and res[64, "adam"][:, 1].mean() > 0.9
@@ -1202,7 +988,7 @@ def test_float32_draws_match_float64():
     gradient information stays in float64 (its pseudo-inverses are ill-conditioned at d ~ V)."""
     for method, d, m, centred in (("three_step", 12, 32, True), ("three_step", 24, None, False),
                                   ("adam", 12, None, False)):
-        acc = [np.array(ex.draws_one(ex.draws_config(
+        acc = [np.array(paper_b.b_mlp_one(paper_b.draws_config(
             16, d, 4, [64, 512], 7, 3, q=5.0, m=m, method=method, n_test=300, steps=30, lr=0.05,
             centred=centred, dtype=dt))["accuracy"]) for dt in ("float64", "float32")]
         assert np.abs(acc[0] - acc[1]).max() <= 1 / 300 and acc[0].mean() > 0.2, (method, acc)
@@ -1210,10 +996,13 @@ def test_float32_draws_match_float64():
         task = rc.make_retrieval(16, 8, 4, np.random.default_rng(0), m=m)
         fixed = rc.retrieval_fixed(task, np.float32)
         train_set = rc.sample_retrieval(task, 100, np.random.default_rng(1))
-        for params in (train.three_step_limit(fixed, *train_set, 5.0),
-                       train.retrieval_adam(fixed, *train_set, 3, 0.05)):
+        if m is None:
+            steps = train.three_step_limit(fixed, *train_set, 5.0)
+        else:
+            steps = train.three_step_small_eta(fixed, *train_set, 5.0)
+        for params in (steps, train.retrieval_adam(fixed, *train_set, 3, 0.05)):
             assert all(v.dtype == np.float32 for v in params.values())
-    assert ex.draws_config(16, 20, 4, [64], 0, 2, method="gradinfo")["dtype"] == "float64"
+    assert paper_b.draws_config(16, 20, 4, [64], 0, 2, method="gradinfo")["dtype"] == "float64"
 
 
 def test_snr_accuracy_and_retrieval_snr_by_hand():
@@ -1237,8 +1026,8 @@ def test_centred_mlp_backward_matches_finite_differences():
 
 def test_scaling_tiny(tmp_path, capsys):
     """b_scaling at tiny scale: every learner on its panels, the tables, and the figure."""
-    train.main(["b_scaling", "--scale", "tiny", "--out", str(tmp_path)])
-    recs, _ = train.load_records(str(tmp_path), "b_scaling")
+    run.main(["b_scaling", "--scale", "tiny", "--out", str(tmp_path)])
+    recs, _ = run.load_records(str(tmp_path), "b_scaling")
     assert {r["config"]["method"] for r in recs} == {"three_step", "gradinfo", "adam"}
     assert all(np.shape(r["result"]["accuracy"]) == (r["config"]["draws"], len(r["config"]["Ns"]))
                for r in recs)
@@ -1262,13 +1051,13 @@ def test_nstar_bootstrap_and_slope_interval():
     Ns = [16 * 2 ** k for k in range(10)]
     recs = [{"config": {"Ns": Ns, "tau": 0.5, "draws": 4},
              "result": {"accuracy": [[float(N >= 1000 / x) for N in Ns]] * 4}} for x in (1, 2, 4)]
-    boot = ex.nstar_bootstrap(recs, resamples=20)
+    boot = paper_b.nstar_bootstrap(recs, resamples=20)
     assert boot.shape == (21, 3) and np.all(boot == boot[0])
-    s, lo, hi, out = ex.slope_interval(np.array([1.0, 2, 4]), boot)
+    s, lo, hi, out = paper_b.slope_interval(np.array([1.0, 2, 4]), boot)
     assert lo == hi == s and abs(s + 1) < 0.2 and out == 0
-    for bad in ("tau=2", "tau=0.01", "d_contrast=4"):          # tau below chance at V = 24
-        r = run_cli("b_scaling", "--scale", "tiny", "--set", bad, "--list")
-        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    for bad in ({"tau": 2}, {"tau": 0.01}, {"d_contrast": 4}):   # tau below chance at V = 24
+        with pytest.raises(ValueError, match="need 1/V < tau < 1"):
+            paper_b.b_scaling_configs(dict(paper_b.B_SCALING["tiny"], **bad), 0)
 
 
 # ----------------------------------------------------------------------------- homework
@@ -1310,7 +1099,8 @@ def test_homework_copy_has_no_answers_and_reports_not_attempted(tmp_path):
     """`homework.py make` writes a copy without answers (the sheet and docs included); `check`
     says not attempted; bad arguments and a non-empty target are refused."""
     copy = _make_copy(tmp_path)
-    assert sorted(os.listdir(copy)) == sorted(homework.COPIED + ["figures"])
+    top = {name.split("/")[0] for name in homework.COPIED}        # data/...: its folder
+    assert sorted(os.listdir(copy)) == sorted(top | {"figures"})
     for doc in ("EXERCISES.md", "README.md", "MODEL.md", "RESULTS.md", "Makefile"):   # as they are
         assert open(os.path.join(copy, doc)).read() == open(os.path.join(HERE, doc)).read()
     assert "fig5_sequential.png" in os.listdir(os.path.join(copy, "figures"))   # README shows it
@@ -1323,8 +1113,8 @@ def test_homework_copy_has_no_answers_and_reports_not_attempted(tmp_path):
         module = "train.py" if name == "three_step_limit" else "recall.py"
         source = _function_source(os.path.join(copy, module), name)
         assert "withheld from the student copy" in source and "(P > 0)" not in source
-    assert "return three_step(" in _function_source(os.path.join(copy, "train.py"),
-                                                    "three_step_limit")
+    assert "return three_step_small_eta(" in _function_source(os.path.join(copy, "train.py"),
+                                                              "three_step_limit")
     code, lines = _check(copy)
     assert code == 0 and lines == [f"exercise {n} {f}: not attempted" for n, f in names.items()]
     for args in (["99"], ["x"], ["1", "2"], ["nonsense"]):
@@ -1339,10 +1129,11 @@ def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp
     prerequisite; the withheld fast forms and paper B run on the student's code."""
     copy, names = _make_copy(tmp_path), {n: e[0] for n, e in homework.EXERCISES.items()}
     _paste(copy, "recall.py", "linear_memory_backward")
-    _paste(copy, "recall.py", "mlp_memory_backward", lambda s: s.replace(" * (P > 0)", ""))
+    _paste(copy, "recall.py", "mlp_memory_backward",
+           lambda s: s.replace(' * (cache["P"] > 0)', ""))
     _paste(copy, "train.py", "three_step")         # the ReLU mask dropped; three_step needs 1, 6
     code, lines = _check(copy)
-    assert code == 1 and [l.endswith(": not attempted") for l in lines] == [
+    assert code == 1 and [line.endswith(": not attempted") for line in lines] == [
         n not in (2, 3, 7) for n in names]
     assert re.fullmatch(r"exercise 2 linear_memory_backward: passed \(relative gradient error "
                         r"W \d\.\de-\d\d\)", lines[1]), lines
@@ -1357,7 +1148,8 @@ def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp
     assert code == 0 and re.fullmatch(r"exercise 7 three_step: passed \(m=None: relative error "
                                       r"WKQ \S+, WV \S+; m=3: relative error WKQ \S+, WV \S+\)",
                                       lines[0]), lines
-    _paste(copy, "recall.py", "retrieval_textbook_backward", lambda s: s.replace(" * (P > 0)", ""))
+    _paste(copy, "recall.py", "retrieval_textbook_backward",
+           lambda s: s.replace(' * (cache["P"] > 0)', ""))
     code, lines = _check(copy, "6")     # the mask dropped in the MLP case only: that case is named
     m = re.fullmatch(r"exercise 6 retrieval_textbook_backward: failed \(m=None: relative gradient "
                      r"error WKQ (\S+), WV (\S+); m=7: relative gradient error WKQ (\S+), WV \S+\)",
@@ -1370,10 +1162,10 @@ def test_homework_check_reports_every_parameter_and_runs_on_pasted_solutions(tmp
                         *(f"test_recall.py::{t}" for t in fast)],
                        cwd=copy, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:]      # the fast forms run on the textbook ones
-    r = subprocess.run([sys.executable, "train.py", "b_embed", "--scale", "tiny", "--out", "r"],
+    r = subprocess.run([sys.executable, "run.py", "b_embed", "--scale", "tiny", "--out", "r"],
                        cwd=copy, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]      # paper B runs on the student's three_step
-    _paste(copy, "recall.py", "cross_entropy", lambda s: s.replace("(1.0 / B)", "1.0"))
+    _paste(copy, "recall.py", "cross_entropy", lambda s: s.replace("scale=1.0 / B", "scale=1.0"))
     code, lines = _check(copy, "7")
     assert code == 1 and lines[0].endswith("; exercise 1 fails too: fix it first"), lines
 
@@ -1386,26 +1178,14 @@ def test_seed_interval_covers_the_fit_and_needs_two_seeds():
     widths = []
     for noise in (0.02, 0.2):
         y = x * np.exp(noise * rng.standard_normal(len(x)))
-        lo, hi = ex.seed_interval(x, lambda k: theory.loglog_slope(x[k], y[k]))
+        lo, hi = paper_a.seed_interval(x, theory.loglog_slope, x, y)
         assert lo <= theory.loglog_slope(x, y) <= hi
         widths.append(hi - lo)
     assert 0 < widths[0] < widths[1] / 3
-    assert np.isnan(ex.seed_interval([1, 2, 4], lambda k: 0.0)).all()
-    assert "c = [1, 2]" in ex.fits_text("t", {"f": {"c": [1.0, 2.0]}})
-    text = ex.fits_text("t", {"f": {"c_95": [math.nan] * 2, "monotone": "yes"}})   # words as words
+    assert np.isnan(paper_a.seed_interval([1, 2, 4], lambda: 0.0)).all()
+    assert "c = [1, 2]" in paper_a.fits_text("t", {"f": {"c": [1.0, 2.0]}})
+    text = paper_a.fits_text("t", {"f": {"c_95": [math.nan] * 2, "monotone": "yes"}})  # words
     assert "c_95 = n/a (one seed), monotone = yes" in text and "nan" not in text
-
-
-def test_adam_settings_do_not_rerun_other_learners():
-    """Adam's steps and lr are in Adam's configs only: changing them keeps every other record."""
-    for grid, make in ((ex.B_MLP["tiny"], ex.b_mlp_configs), (ex.B_SCALING["tiny"],
-                                                               ex.b_scaling_configs)):
-        before, after = make(grid, 0), make(dict(grid, adam_steps=99, adam_lr=0.5), 0)
-        assert all(("steps" in c) == (c["method"] == "adam") for c in before)
-        others = [{train.config_key(c) for c in cs if c["method"] != "adam"} for cs in (before,
-                                                                                        after)]
-        assert others[0] == others[1] and len(others[0]) > 0
-        assert {c["steps"] for c in after if c["method"] == "adam"} == {99}
 
 
 def _three_step_leads(V, d, L, N, n_test, draws):
@@ -1452,13 +1232,13 @@ def test_b_agree_table_prints_each_diff_with_its_paired_standard_error():
     rec = {"config": {"V": 16, "Ns": [99], "d": 8, "L": 4, "q": 10.0, "m": None},
            "result": {"accuracy": [[a] for a in acc], "predicted": [[p, 0.05] for p in acc],
                       "attention": [1.0] * 4, "fresh": [0.4] * 4}}
-    row, = ex.agreement_rows([rec])
+    row, = paper_b.agreement_rows([rec])
     assert row["se"] == 0 and row["meas_sd"] > 0.1      # paired: a prediction per draw, exact
     assert row["set"] == 0                              # "m": None is attention only, tuning
     rec["result"]["predicted"] = [[0.3, 0.05]] * 4
-    row, = ex.agreement_rows([rec])
+    row, = paper_b.agreement_rows([rec])
     assert row["se"] == pytest.approx(np.std(acc, ddof=1) / 2)
-    line = ex.b_agree_summary([rec]).splitlines()[2]
+    line = paper_b.b_agree_summary([rec]).splitlines()[2]
     assert f"{0.3 - 0.35:+.3f} ± {row['se']:.3f} |" in line
 
 
