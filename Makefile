@@ -1,4 +1,5 @@
-# The table of contents: `make figures` runs every experiment at laptop scale and draws its figure;
+# The table of contents: `make figures` runs every experiment at laptop scale and draws its figure,
+# `make figures-extra` the longer ones (EXTRA, then b_agree and tradeoff at SCALE=full: hours);
 # `make X` runs experiment X alone (the lists below).  `make test` runs the tests, `make lint`
 # the linter, `make demo` a seminar set at tiny scale, `make homework` writes the student copy
 # homework/ (HOMEWORK=DIR: elsewhere) and `make check` (EX=N: exercise N only) checks the
@@ -19,12 +20,16 @@ export MKL_NUM_THREADS ?= 1
 
 FIGURES = fig5 linear mlp facts tradeoff \
           b_agree b_embed b_mlp b_scaling
-# families takes about as long as all of these together (RESULTS.md): it runs on its own
-EXPERIMENTS = $(FIGURES) families
+# each about as long as all of FIGURES together, or longer (README): run on their own
+EXTRA = families arms b_literal b_ceiling budget
+EXPERIMENTS = $(FIGURES) $(EXTRA)
 
-.PHONY: test lint figures demo clean bench homework check $(EXPERIMENTS)
+.PHONY: test lint figures figures-extra demo clean bench homework check $(EXPERIMENTS)
 
 figures: $(FIGURES)
+
+figures-extra: $(EXTRA)
+	$(MAKE) b_agree tradeoff SCALE=full
 
 .venv/ready: requirements.txt
 	$(PYTHON) -m venv .venv
@@ -36,7 +41,7 @@ test: .venv/ready
 
 # ruff is a development tool, not a dependency of the code: installed here only
 lint: .venv/ready
-	$(PY) -m pip install --quiet --disable-pip-version-check ruff
+	$(PY) -m pip install --quiet --disable-pip-version-check ruff==0.17.6
 	$(PY) -m ruff check .
 
 # one rule for every experiment: run it, then draw its figure
@@ -51,10 +56,8 @@ homework: .venv/ready
 check: .venv/ready
 	$(PY) homework.py check $(EX)
 
-# BENCH_PY=<python with jax installed> adds a side-by-side JAX column; JAX is never required.
-BENCH_PY ?= $(PY)
 bench: .venv/ready
-	$(BENCH_PY) bench.py
+	$(PY) bench.py
 
 # fig5, linear and b_embed at tiny scale (one command), figures in results/demo/.
 DEMO = fig5 linear b_embed

@@ -48,8 +48,7 @@ def comment(pad, text):
 
 
 def student(name, src, found):
-    """The module as the student copy has it; the exercises and the WITHHELD names met go
-    to `found`."""
+    """The student copy of a module; adds the exercises and WITHHELD names met to found."""
     lines = src.splitlines(keepends=True)
     functions = [f for f in ast.parse(src).body if isinstance(f, ast.FunctionDef)]
     marked = [(i, int(m[1])) for i, m in enumerate(map(MARK.search, lines), 1) if m]
@@ -123,13 +122,6 @@ def _where(frames):
     return inside[-1] if inside else ""
 
 
-def _worst(error, old):
-    """The larger of two relative errors, nan counting as the largest."""
-    if math.isnan(error) or math.isnan(old):
-        return math.nan
-    return max(error, old)
-
-
 def measured(n, seen):
     """The worst relative error per case (m=...) and parameter, as text ('' if none)."""
     tests = EXERCISES[n][1]
@@ -142,7 +134,7 @@ def measured(n, seen):
             w = worst.setdefault(case, {"what": what, "errors": {}})["errors"]
             for k, e in errors.items():
                 k = k.split(" (")[0]                         # WKQ (query_norm given)
-                w[k] = _worst(float(e), w.get(k, -1.0))
+                w[k] = max(float(e), w.get(k, -1.0), key=lambda x: (math.isnan(x), x))  # nan wins
     parts = []
     for case, w in worst.items():
         each = ", ".join(f"{k} {e:.1e}" for k, e in w["errors"].items())
@@ -151,8 +143,7 @@ def measured(n, seen):
 
 
 def verdict(n, seen):
-    """passed or failed (the worst error per case and parameter, or why), or not
-    attempted."""
+    """passed or failed (the worst error per case and parameter, or why), or not attempted."""
     tests = EXERCISES[n][1]
     numbers = measured(n, seen)
     errors = [seen.errors[t] for t in tests if t in seen.errors]
@@ -176,8 +167,7 @@ def verdict(n, seen):
 
 def make(out):
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
-        die(f"{out} exists and is not an empty directory; remove it first (it may hold "
-            "answers)")
+        die(f"{out} exists and is not an empty directory; remove it first (it may hold answers)")
     texts = {}
     for name in COPIED:
         with open(os.path.join(HERE, name), encoding="utf-8") as f:
@@ -189,8 +179,10 @@ def make(out):
     if missing:
         listed = ", ".join(str(x) for x in missing)
         die(f"not in {', '.join(MODULES)}: {listed} (EXERCISES, WITHHELD)")
-    shutil.copytree(os.path.join(HERE, "figures"), os.path.join(out, "figures"),  # the docs
-                    ignore=lambda _, names: [n for n in names if not n.endswith(".png")])
+    def runs_only(folder, names):         # the figures and their data, not other runs
+        top = os.path.basename(folder) == "figures"
+        return [n for n in names if n in ("talk", "tiny", "full") or top and n.endswith(".json")]
+    shutil.copytree(os.path.join(HERE, "figures"), os.path.join(out, "figures"), ignore=runs_only)
     for name, text in texts.items():
         path = os.path.join(out, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -208,9 +200,7 @@ def main(argv):
     usage = f"usage: python homework.py make [DIR] | check [N]   (N one of 1-{len(EXERCISES)})"
     if argv[:1] == ["make"] and len(argv) <= 2:
         return make(argv[1] if len(argv) == 2 else "homework")
-    if argv[:1] != ["check"] or len(argv) > 2:
-        die(usage)
-    if len(argv) == 2 and argv[1] not in [str(n) for n in EXERCISES]:
+    if argv[:1] != ["check"] or argv[1:] not in [[]] + [[str(n)] for n in EXERCISES]:
         die(usage)
     wanted = [int(argv[1])] if len(argv) == 2 else list(EXERCISES)
     import pytest         # the tests' own need, here: `homework.py make` works without it

@@ -22,7 +22,6 @@ FIG5 = {"small": dict(S=16, R=4, D=8, T=32, lr=0.1, batch=1024, init=1e-5, steps
                       n_test=4096, eval_every=64, dtype="float32", seeds=5)}
 FIG5["tiny"] = dict(FIG5["small"], lr=0.3, batch=256, steps=2048, n_test=1024,
                     eval_every=32, seeds=2)
-FIG5["full"] = FIG5["small"]
 
 
 def fig5_configs(grid, seed):
@@ -65,8 +64,7 @@ def fig5_losses(logits, y, D):
 def fig5_stages(curve, n_answers, D):
     """Where the stages end (None: never; A5): the plateau, when the total loss drops below
     (ln n_answers + ln D)/2; the hallucination stage, below ln(D)/2."""
-    step = np.asarray(curve["step"])
-    total = np.asarray(curve["total"])
+    step, total = np.asarray(curve["step"]), np.asarray(curve["total"])
     ends = []
     for threshold in ((np.log(n_answers) + np.log(D)) / 2, np.log(D) / 2):
         below = step[total < threshold]
@@ -75,8 +73,7 @@ def fig5_stages(curve, n_answers, D):
 
 
 def fig5_summary(records):
-    lines = []
-    ends = []
+    lines, ends = [], []
     for r in sorted(records, key=lambda r: r["config"]["seed"]):
         curve, cfg = r["result"], r["config"]
         plateau, stage = fig5_stages(curve, cfg["R"] * cfg["D"], cfg["D"])
@@ -86,8 +83,7 @@ def fig5_summary(records):
                      f"{curve['total'][-1]:.4f}, test accuracy {curve['accuracy'][-1]:.3f}")
     finished = all(None not in e for e in ends)
     if len(ends) > 1 and finished:
-        mean = np.mean(ends, 0)
-        sd = np.std(ends, 0, ddof=1)
+        mean, sd = np.mean(ends, 0), np.std(ends, 0, ddof=1)
         every = records[0]["config"]["eval_every"]
         lines.append(f"fig5 over {len(ends)} seeds: plateau until step {mean[0]:.0f} ± "
                      f"{sd[0]:.0f}, hallucination until step {mean[1]:.0f} ± {sd[1]:.0f} "
@@ -111,8 +107,7 @@ def linear_configs(grid, seed):
     for d in grid["d"]:
         if d > grid["dmax"]:
             continue
-        lo = d
-        hi = d * d // 2
+        lo, hi = d, d * d // 2
         if grid["c_lo"] is not None:
             lo = max(2, int(theory.linear_capacity_N(d, grid["c_lo"])))
             hi = min(hi, int(theory.linear_capacity_N(d, grid["c_hi"])) + 1)
@@ -136,8 +131,7 @@ def linear_one(cfg):
                                    cap99, cap99, ratio, widen=1)
     hebbian, heb_memo = train.memoised(lambda N: train.hebbian_accuracy(N, d, seed))
     hebb99 = train.bisect_capacity(lambda N: hebbian(N) >= 0.99, 2, max(3, d * d // 2), ratio)
-    hebb100 = train.bisect_capacity(lambda N: hebbian(N) == 1.0, hebb99, hebb99, ratio,
-                                    widen=1)
+    hebb100 = train.bisect_capacity(lambda N: hebbian(N) == 1.0, hebb99, hebb99, ratio, widen=1)
     return {"cap99": cap99, "cap100": cap100, "hebb99": hebb99, "hebb100": hebb100,
             "lo_fails": trial(cap99)["first99"] is None,
             "hi_succeeds": cap99 == train.WIDEN * cfg["hi"],
@@ -289,39 +283,33 @@ def mlp_summary(records):
 
 # ------------------------------------------------------------------ facts: Fig. 4 left (A4)
 
-FACTS = {"small": dict(d=[16, 20, 24, 28, 32], a=[1], b=[1], H=None, D=8, T=32, lrs=[3e-2],
+FACTS = {"small": dict(d=[16, 24, 32, 40], a=[1], b=[1], H=8, D=8, T=32, lrs=[3e-2],
                        steps=3000, batch=256, eval_every=50, patience=None, n_test=1024,
                        prompts_per_fact=0, bracket=[0.07, 0.14], dtype="float32", dmax=64,
                        seeds=3)}
-FACTS["tiny"] = dict(FACTS["small"], d=[16, 20], steps=800, batch=128, patience=300,
+FACTS["tiny"] = dict(FACTS["small"], d=[16, 24], steps=800, batch=128, patience=300,
                      bracket=[0.025, 0.1], seeds=1)
-FACTS["full"] = dict(FACTS["small"], d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25],
+FACTS["full"] = dict(FACTS["small"], d=[16, 32, 64], a=[4, 2, 1, 0.5, 0.25], H=8,
                      b=[4, 2, 1, 0.5, 0.25], lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024)
 RUN_FIELDS = ("D", "T", "lrs", "steps", "batch", "eval_every", "patience", "n_test",
               "prompts_per_fact", "dtype")          # what transformer_run reads of a grid
 
 
 def facts_configs(grid, seed):
-    """A bisection on S per size: dh = a d / H, m = b d, H = 8 (d/4 if 8 does not divide d)
-    unless given; the bracket [ours] S in sqrt(bracket * params), widened if need be."""
-    if grid["H"] is not None and grid["H"] != int(grid["H"]):
-        raise ValueError(f"H must be a whole number of heads, got {grid['H']}")
+    """A bisection on S per size: H heads of dh = a d / H, m = b d (sizes with a whole dh
+    and m); the bracket [ours] S in sqrt(bracket * params), widened if need be."""
     keep = {k: grid[k] for k in RUN_FIELDS}
     out = []
     for d, a, b in itertools.product(grid["d"], grid["a"], grid["b"]):
-        H = int(grid["H"] or (8 if d % 8 == 0 else d // 4))
-        dh = a * d / H
-        m = b * d
-        if d > grid["dmax"] or dh != int(dh) or dh < 1 or m != int(m):
+        H, dh, m = grid["H"], a * d / grid["H"], b * d
+        if d > grid["dmax"] or dh != int(dh) or dh < 1 or m != int(m) or m < 1:
             continue
         params = theory.transformer_params(d, H, int(dh), int(m))
         lo = max(1, int(math.sqrt(grid["bracket"][0] * params)))
         hi = int(math.ceil(math.sqrt(grid["bracket"][1] * params)))
         for s in range(seed, seed + grid["seeds"]):
-            out.append(dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=s,
-                            lo=lo, hi=hi))
-    return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"],
-                                                                c["m"]))
+            out.append(dict(keep, d=d, H=H, dh=int(dh), m=int(m), a=a, b=b, seed=s, lo=lo, hi=hi))
+    return sorted(out, key=lambda c: -theory.transformer_params(c["d"], c["H"], c["dh"], c["m"]))
 
 
 def facts_one(cfg):
@@ -335,16 +323,27 @@ def facts_one(cfg):
 
 
 def facts_family(record):
-    """The family of a record: a = dh H / d and b = m / d, as text."""
-    return f"a={record['config']['a']:g} b={record['config']['b']:g}"
+    """The family of a record: its name in families, arms and budget; a and b in facts."""
+    c = record["config"]
+    return c.get("family", f"a={c['a']:g} b={c['b']:g}")
+
+
+def grown_params(record):
+    """The parameters a fit reads: all of them, or the part that grows along an arm."""
+    c = record["config"]
+    if c.get("x") == "mlp":
+        return 2 * c["m"] * c["d"]
+    if c.get("x") == "attention":
+        return 4 * c["H"] * c["dh"] * c["d"]
+    return record["result"]["params"]
 
 
 def facts_fits(records):
     """Per family: k of facts = k params (geometric mean), bits/param k log2 D, the log-log
     slope (1 = linear); 95% intervals over seeds."""
     out = {}
-    for family in sorted({facts_family(r) for r in records}, reverse=True):  # attention 1st
-        points = [(r["result"]["params"], r["result"]["facts_fresh99"]) for r in records
+    for family in dict.fromkeys(facts_family(r) for r in records):
+        points = [(grown_params(r), r["result"]["facts_fresh99"]) for r in records
                   if facts_family(r) == family and r["result"]["facts_fresh99"] > 0]
         if not points:
             continue
@@ -359,11 +358,9 @@ def facts_fits(records):
 
 
 def facts_summary(records):
-    rows = ["| family: dh H = a d, m = b d | d | H | dh | m | params | seed | S (fresh 99%) | "
-            "facts/param (facts S^2) |", "|---" * 9 + "|"]
-    order = sorted(records, key=lambda r: (r["config"]["b"], r["result"]["params"],
-                                           r["config"]["seed"]))
-    for r in order:
+    rows = ["| family | d | H | dh | m | params | seed | S (fresh 99%) | facts/param |",
+            "|---" * 9 + "|"]
+    for r in records:
         c, x = r["config"], r["result"]
         edge = " (edge: at most)" if x["lo_fails"] else ""
         if x["hi_succeeds"]:
@@ -374,38 +371,46 @@ def facts_summary(records):
     return "\n".join(rows) + "\n" + fits_text("facts", facts_fits(inside(records)), records)
 
 
-# ------------------------------------------------------------------ families (A4)
+# ------------------------------------------------------------------ families, arms, budget (A4)
+# Each is facts' runs per family: a name and the facts fields it sets (a and b may be lists;
+# x: "mlp" or "attention", the part whose parameters its fit reads).
 
-FAMILY_FIELDS = ("a", "b", "H")          # facts' fields that each family sets
-ATTENTION_HEAVY = {"a": 4, "b": 0.25, "H": None}
-BALANCED = {"a": 1, "b": 1, "H": None}
-MLP_HEAVY = {"a": 0.25, "b": 4, "H": 1}
-FAMILIES = {"small": {k: v for k, v in FACTS["small"].items() if k not in FAMILY_FIELDS}}
-FAMILIES["small"].update(d=[16, 24, 32, 48], families=[ATTENTION_HEAVY, BALANCED, MLP_HEAVY])
-FAMILIES["tiny"] = {k: v for k, v in FACTS["tiny"].items() if k not in FAMILY_FIELDS}
-FAMILIES["tiny"]["families"] = [ATTENTION_HEAVY, MLP_HEAVY]
-FAMILIES["full"] = FAMILIES["small"]
+FAMILIES = {"small": dict(FACTS["small"], d=[16, 24, 32, 48], families=[
+    {"name": "attention-dominated", "a": 4, "b": 0.25, "H": 2},
+    {"name": "balanced", "a": 1, "b": 1, "H": 2},
+    {"name": "MLP-dominated", "a": 0.25, "b": 4, "H": 2},
+    {"name": "balanced, 8 heads", "a": 1, "b": 1, "H": 8}])}
+FAMILIES["tiny"] = dict(FACTS["tiny"], families=FAMILIES["small"]["families"][::2])
+ARMS = {"small": dict(FACTS["small"], d=[16], families=[
+    {"name": "MLP grows (one head, dh = 4)", "a": 0.25, "b": [1, 2, 4, 8, 16], "H": 1,
+     "x": "mlp"},
+    {"name": "MLP grows (two heads, dh = 8)", "a": 1, "b": [1, 2, 4, 8, 16], "H": 2, "x": "mlp"},
+    {"name": "attention grows (m = 1)", "a": [0.25, 0.5, 1, 2, 4], "b": 0.0625, "H": 1,
+     "x": "attention"}])}
+ARMS["tiny"] = dict(FACTS["tiny"], d=[16], families=[
+    dict(f, **{k: f[k][:2] for k in "ab" if isinstance(f[k], list)})
+    for f in ARMS["small"]["families"]])
+BUDGET = {"small": dict(FACTS["small"], d=[16, 32], H=8, lrs=[1e-3, 3e-3, 1e-2], eval_every=100,
+                        families=[{"name": f"{steps} x {batch}", "steps": steps, "batch": batch}
+                                  for steps, batch in ((3000, 256), (16384, 256), (16384, 1024))])}
+BUDGET["tiny"] = dict(FACTS["tiny"], families=[{"name": "400 x 64", "steps": 400, "batch": 64}])
 
 
 def families_configs(grid, seed):
-    """facts' runs per family {a, b, H} (H null: facts' rule; H = 1: the least attention
-    that routes subject and relation)."""
+    """facts_configs per family, each config named by its family."""
     out = []
     for f in grid["families"]:
-        if not _is_family(f):
-            raise ValueError('each family is {"a": A, "b": B, "H": H} with H null or a whole '
-                             f"number >= 1, got {grid['families']}")
-        out += facts_configs(dict(grid, a=[f["a"]], b=[f["b"]], H=f["H"]), seed)
+        sets = {k: v for k, v in f.items() if k not in ("name", "x")}
+        if "name" not in f or not set(sets) <= set(grid) or f.get("x") not in (None, "mlp",
+                                                                             "attention"):
+            raise ValueError('each family is {"name": ..., and facts fields: a, b, H, '
+                             f'steps, ...; "x": "mlp" or "attention"}}, got {f}')
+        for k in ("a", "b"):
+            if k in sets and not isinstance(sets[k], list):
+                sets[k] = [sets[k]]
+        for c in facts_configs(dict(grid, **sets), seed):
+            out.append(dict(c, family=f["name"], **({"x": f["x"]} if "x" in f else {})))
     return out
-
-
-def _is_family(f):
-    if not isinstance(f, dict) or set(f) != set(FAMILY_FIELDS):
-        return False
-    H = f["H"]
-    if H is None:
-        return True
-    return isinstance(H, (int, float)) and H >= 1 and H == int(H)
 
 
 # ------------------------------------------------------------------ tradeoff: Fig. 4 right
@@ -415,13 +420,13 @@ TRADEOFF = {"small": dict(d=16, dh=4, S=8, H=[1, 2, 3, 4, 6], m=[1, 2, 4, 8, 16,
                           patience=300, n_test=1024, prompts_per_fact=4, dtype="float32",
                           seeds=3)}
 TRADEOFF["tiny"] = dict(TRADEOFF["small"], H=[1, 4], m=[1, 8], steps=400, seeds=1)
-TRADEOFF["full"] = dict(TRADEOFF["small"], d=32, dh=8, S=32, H=[1, 2, 4, 8, 16, 32],
-                        m=[1, 2, 4, 8, 16, 32, 64, 128], lrs=[1e-3, 3e-3, 1e-2], steps=16384,
-                        batch=1024, patience=None)
+TRADEOFF["full"] = dict(TRADEOFF["small"], d=32, dh=8, S=32, H=[1, 2, 4, 8], m=[1, 8, 32, 128],
+                        lrs=[1e-3, 3e-3, 1e-2], steps=16384, batch=1024, patience=None)
 
 
 def tradeoff_configs(grid, seed):
-    """One run per (H, m, seed); the full grid is the paper's (d = 32, dh = 8, S = R = 32)."""
+    """One run per (H, m, seed); full: the authors' instance (d = 32, dh = 8, S = R = 32) on
+    4 x 4 of their H in 1..32, m in 1..128, at their budget."""
     out = []
     for H, m in itertools.product(grid["H"], grid["m"]):
         for s in range(seed, seed + grid["seeds"]):
@@ -488,22 +493,16 @@ def tradeoff_summary(records):
         for a in attn:
             if (a, m) not in cells:
                 texts.append("")
-            elif seeds > 1:
-                texts.append("{:.3f} ± {:.3f}".format(*cells[a, m]))   # mean ± sd over seeds
             else:
-                texts.append(f"{cells[a, m][0]:.3f}")
+                texts.append("{:.3f} ± {:.3f}".format(*cells[a, m]))   # mean ± sd over seeds
         rows.append(f"| {m} (m={m // c['d']}) | " + " | ".join(texts) + " |")
     return "\n".join(rows) + "\n" + fits_text("tradeoff", tradeoff_fits(records))
 
 
 # ------------------------------------------------------------------ the list
 
-CHOICES = {"dtype": ("float32", "float64")}     # the values a text field may take
-
-
 def _entry(help, grid, configs, one, summary):
-    return {"help": help, "grid": grid, "configs": configs, "one": one, "summary": summary,
-            "choices": CHOICES}
+    return {"help": help, "grid": grid, "configs": configs, "one": one, "summary": summary}
 
 
 EXPERIMENTS = {
@@ -515,8 +514,12 @@ EXPERIMENTS = {
                   MLP, mlp_configs, mlp_one, mlp_summary),
     "facts": _entry("paper A Fig. 4 left (A3, A4): facts stored vs parameters",
                     FACTS, facts_configs, facts_one, facts_summary),
-    "families": _entry("paper A (A4): facts vs parameters, attention- or MLP-dominated",
+    "families": _entry("paper A (A4): facts vs parameters split three ways, heads fixed",
                        FAMILIES, families_configs, facts_one, facts_summary),
+    "arms": _entry("paper A (A4): attention or MLP grows, the other held at its least",
+                   ARMS, families_configs, facts_one, facts_summary),
+    "budget": _entry("paper A (A4): facts per parameter against the training budget",
+                     BUDGET, families_configs, facts_one, facts_summary),
     "tradeoff": _entry("paper A Fig. 4 right (A4): attention vs MLP parameters",
                        TRADEOFF, tradeoff_configs, tradeoff_one, tradeoff_summary),
 }

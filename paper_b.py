@@ -5,7 +5,6 @@ Every experiment here runs draws_one: one learner on many independent draws of
 embeddings, permutation, training and test set, paired across settings (MODEL.md 3).
 The model and the formula are this project's own instance of the paper's setting."""
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -16,7 +15,9 @@ import recall as rc
 import theory
 import train
 
-LEARNERS = {"three_step": "three steps", "gradinfo": "gradient information", "adam": "Adam"}
+LEARNERS = {"three_step": "three steps", "best_q": "three steps, best q",
+            "literal": "three steps, fixed (η, γ)", "gradinfo": "gradient information",
+            "assign": "gradient information, assigned", "adam": "Adam"}
 DRAWS = {"tiny": 3, "small": 20}      # independent draws per point
 
 
@@ -24,24 +25,21 @@ DRAWS = {"tiny": 3, "small": 20}      # independent draws per point
 
 def draws_config(V, d, L, Ns, seed, draws, q=10.0, m=None, kind="gaussian",
                  method="three_step", n_test=2000, Lmax=None, dtype="float32", **extra):
-    """One paper-B config, checked (steps, lr: Adam's only; MODEL.md 3: float64 for the
-    gradient information, whose pseudo-inverses fail in float32)."""
+    """A paper-B config, checked (steps, lr: Adam's; float64 for pseudo-inverses: MODEL.md 3)."""
     Lmax = Lmax or L
     if draws < 2 or n_test < 1 or min(Ns, default=0) < 1 or Lmax < L:
         raise ValueError(f"need draws >= 2, n_test >= 1, every N >= 1 and Lmax >= L; got "
                          f"draws={draws}, n_test={n_test}, Ns={Ns}, L={L}, Lmax={Lmax}")
     if method != "adam":
         extra = {k: v for k, v in extra.items() if k not in ("steps", "lr")}
+    dtype = "float64" if method in ("gradinfo", "assign") else dtype
     cfg = dict(V=V, d=d, L=L, Ns=[int(N) for N in Ns], seed=seed, draws=draws, q=q, kind=kind,
                method=method, n_test=n_test, Lmax=Lmax, dtype=dtype, **extra)
-    if method == "gradinfo":
-        cfg["dtype"] = "float64"
     return cfg if m is None else dict(cfg, m=m)
 
 
 def draw(cfg, k):
-    """Draw k of a config (MODEL.md 3): the fixed arrays (rng [seed, k, 0]), max(Ns)
-    training samples, nested in N ([seed, k, 1]), the test set ([seed, k, 2])."""
+    """Draw k (MODEL.md 3): fixed arrays, nested training samples, test set ([seed, k, 0-2])."""
     rng = np.random.default_rng([cfg["seed"], k, 0])
     task = rc.make_retrieval(cfg["V"], cfg["d"], cfg["L"], rng, cfg.get("m"), cfg["kind"])
     rng = np.random.default_rng([cfg["seed"], k, 1])
@@ -53,16 +51,13 @@ def draw(cfg, k):
 
 
 def draws_one(cfg, learner=None):
-    """The test accuracy and attention of the learner (learner_logits unless given) for
-    cfg["draws"] draws at each N of cfg["Ns"], and each draw's |z_trig|^2."""
-    learner = learner or learner_logits
+    """Test accuracy and attention of a learner per draw and N, and each draw's |z_trig|^2."""
     out = {"accuracy": [], "attention": [], "z2": []}
     for k in range(cfg["draws"]):
         fixed, samples, test = draw(cfg, k)
-        decode = None
-        if cfg["method"] == "gradinfo":                    # its pseudo-inverses, once a draw
-            decode = train.gradinfo_decoder(fixed, cfg["L"])
-        runs = [learner(cfg, fixed, [x[:N] for x in samples], test, decode) for N in cfg["Ns"]]
+        decode = train.gradinfo_decoder(fixed, cfg["L"])     # its pseudo-inverses, once
+        runs = [(learner or learner_logits)(cfg, fixed, [x[:N] for x in samples], test, decode)
+                for N in cfg["Ns"]]
         out["accuracy"].append([rc.accuracy(logits, test[2]) for logits, _ in runs])
         out["attention"].append([attention for _, attention in runs])
         out["z2"].append(float(fixed["z_trig"] @ fixed["z_trig"]))
@@ -70,18 +65,21 @@ def draws_one(cfg, learner=None):
 
 
 def learner_logits(cfg, fixed, samples, test, decode):
-    """Train cfg["method"] on the samples: the test logits (n_test, V) and the attention on
-    the marked position.  "gradinfo": G = grad_WV at zero, decoded per token (decode) and
-    read at the marked position, given (its attention: nan)."""
+    """Train cfg["method"] on the samples: the test logits (n_test, V), the attention on the
+    marked position ("gradinfo": G decoded per token, read at the given position)."""
     tokens, pos, _ = test
-    rows = np.arange(len(pos))
-    if cfg["method"] == "gradinfo":
+    rows, method = np.arange(len(pos)), cfg["method"]
+    if method == "gradinfo":
         G = rc.label_gradient(fixed, *samples, np.full(samples[0].shape, 1 / cfg["L"]))
-        return np.eye(cfg["V"])[decode(G)[tokens[rows, pos]]], math.nan
-    if cfg["method"] == "adam":
+        return np.eye(cfg["V"])[decode(G).argmax(1)[tokens[rows, pos]]], math.nan
+    if method == "adam":
         params = train.retrieval_adam(fixed, *samples, cfg["steps"], cfg["lr"])
+    elif method in ("three_step", "literal"):
+        gamma_eta = cfg["gamma_eta"] if method == "literal" else None
+        q = None if method == "literal" else cfg["q"]
+        params = train.three_step_limit(fixed, *samples, query_norm=q, gamma_eta=gamma_eta)
     else:
-        params = train.three_step_limit(fixed, *samples, query_norm=cfg["q"])
+        raise ValueError(f"{method}: not a learner of this experiment")
     logits, cache = rc.retrieval_forward(params, fixed, (tokens, pos))
     return logits, float(cache["a"][rows, pos].mean())
 
@@ -122,7 +120,7 @@ B_AGREE["tiny"] = dict(B_AGREE["small"], draws=9, hidden_draws=3,
                        points=[{"V": 16, "N": 200, "d": 16, "L": 4},
                                {"V": 16, "N": 200, "d": 16, "L": 4, "q": 10, "m": 8}],
                        hidden=[{"V": 24, "N": 300, "d": 12, "L": 4, "q": 5}])
-B_AGREE["full"] = B_AGREE["small"]
+B_AGREE["full"] = dict(B_AGREE["small"], hidden=_POINTS["hidden"] + _POINTS["high"])
 
 
 def b_agree_configs(grid, seed):
@@ -137,19 +135,21 @@ def b_agree_configs(grid, seed):
     for hidden in (False, True):
         draws = grid["hidden_draws"] if hidden else grid["draws"]
         for p in grid["hidden"] if hidden else grid["points"]:
+            extra = {"set": p["set"]} if "set" in p else {}
             out.append(draws_config(p["V"], p["d"], p["L"], [p["N"]], seed, draws,
                                     q=float(p.get("q", 10.0)), n_test=grid["n_test"],
                                     theory=version, bias_draws=grid["bias_draws"],
-                                    m=p.get("m"), bias_lift=grid["bias_lift"], hidden=hidden))
+                                    m=p.get("m"), bias_lift=grid["bias_lift"], hidden=hidden,
+                                    **extra))
     return out
 
 
 def _bad_point_keys(p):
     """The keys of a b_agree point that are wrong, missing or unknown, sorted."""
     bad = set(p) ^ {"V", "d", "L", "N"}
-    bad -= {"q", "m"}
+    bad -= {"q", "m", "set"}
     for k, v in p.items():
-        if k == "m" and v is None:
+        if (k == "m" and v is None) or (k == "set" and v == "high"):
             continue
         kinds = (int, float) if k == "q" else (int,)
         if type(v) not in kinds or v <= 0:
@@ -173,7 +173,7 @@ def b_agree_one(cfg):
 def agreement_rows(records):
     """Per point: the measured mean and sd, the se of the paired diff (draw k's predicted -
     measured), the pooled predicted sd (within-draw sd_b^2 + variance of the draw means);
-    set 0: tuning, 1: tuning with an MLP, 2: hidden."""
+    set 0: tuning, 1: tuning with an MLP, 2: hidden, 3: hidden at high accuracy."""
     rows = []
     for r in records:
         c, res = r["config"], r["result"]
@@ -181,17 +181,16 @@ def agreement_rows(records):
         acc = np.array(res["accuracy"])[:, 0]
         predicted = np.array(res["predicted"])                   # (draws, 2): mean, sd
         sd_b = np.sqrt(np.mean(predicted[:, 1] ** 2))
+        which = 1 if m else 0
         if c.get("hidden"):
-            which = 2
-        else:
-            which = 1 if m else 0
+            which = 3 if c.get("set") == "high" else 2
         rows.append(dict(
             key=(c["V"], c["Ns"][0], c["d"], c["L"], c["q"], m), set=which,
             att=np.mean(res["attention"]), meas=acc.mean(), meas_sd=acc.std(ddof=1),
             draws=len(acc), sd_b=sd_b, pred=predicted[:, 0].mean(),
             pred_sd=np.sqrt(sd_b ** 2 + predicted[:, 0].var()), fresh=np.mean(res["fresh"]),
             se=(predicted[:, 0] - acc).std(ddof=1) / len(acc) ** 0.5))
-    return sorted(rows, key=lambda w: [w["set"] == 2] + [v or 0 for v in w["key"]])
+    return sorted(rows, key=lambda w: [w["set"] >= 2] + [v or 0 for v in w["key"]])
 
 
 def b_agree_summary(records):
@@ -199,13 +198,13 @@ def b_agree_summary(records):
     lines = ["| set | V | N | d | L | q | m | attention | measured | predicted (frozen bias) | "
              "diff ± se | sd with |z_trig|² fixed | fresh-noise formula |", "|" + "---|" * 13]
     for w in rows:
-        name = "hidden" if w["set"] == 2 else "tuning"
+        name = "hidden" if w["set"] >= 2 else "tuning"
         key = " | ".join(f"{v:g}" if v else "-" for v in w["key"])
         lines.append(f"| {name} | {key} | {w['att']:.2f} | {w['meas']:.3f} ± "
                      f"{w['meas_sd']:.3f} | {w['pred']:.3f} ± {w['pred_sd']:.3f} | "
                      f"{w['pred'] - w['meas']:+.3f} ± {w['se']:.3f} | {w['sd_b']:.3f} | "
                      f"{w['fresh']:.3f} |")
-    for which, name in enumerate(("tuning", "tuning, MLP", "hidden")):
+    for which, name in enumerate(("tuning", "tuning, MLP", "hidden", "hidden, high accuracy")):
         members = [w for w in rows if w["set"] == which]
         if members:
             lines.append(agreement_stats(members, name))
@@ -222,19 +221,17 @@ def agreement_stats(rows, name):
     se = ""
     if n > 1:
         se = f" ± {diff.std(ddof=1) / n ** .5:.4f} (sd of the diffs / sqrt {n})"
-    plural = "s" if n > 1 else ""
-    return (f"\n{name}: {n} point{plural}, {rows[0]['draws']} draws each: mean |predicted "
-            f"- measured| = {np.abs(diff).mean():.3f} (largest {np.abs(diff).max():.3f}), "
-            f"mean signed {diff.mean():+.4f}{se} (fresh-noise formula: "
-            f"{np.abs(fresh).mean():.3f}, {fresh.mean():+.3f}); predicted / measured sd: "
-            f"median {np.median(ratio):.2f}, {within} of {n} within 30%")
+    return (f"\n{name}: {n} point{'s' if n > 1 else ''}, {rows[0]['draws']} draws each: "
+            f"mean |predicted - measured| = {np.abs(diff).mean():.3f} (largest "
+            f"{np.abs(diff).max():.3f}), mean signed {diff.mean():+.4f}{se} (fresh-noise "
+            f"formula: {np.abs(fresh).mean():.3f}, {fresh.mean():+.3f}); predicted / measured "
+            f"sd: median {np.median(ratio):.2f}, {within} of {n} within 30%")
 
 
 # ------------------------------------------------------------------ b_embed
 
 B_EMBED = {"small": dict(V=64, L=8, n_N=7, q=10.0, draws=DRAWS["small"])}
 B_EMBED["tiny"] = dict(B_EMBED["small"], V=8, L=4, n_N=2, draws=DRAWS["tiny"])
-B_EMBED["full"] = B_EMBED["small"]
 
 
 def b_embed_configs(grid, seed):
@@ -260,18 +257,15 @@ B_MLP = {"small": dict(V=256, L=4, N=8000, d=[12, 16, 24], m=[32, 128, 512], q=1
                        adam_steps=150, adam_lr=0.02)}
 B_MLP["tiny"] = dict(B_MLP["small"], V=16, N=200, d=[8], m=[8, 32], draws=DRAWS["tiny"],
                      adam_N=100, adam_draws=2, adam_steps=20)
-B_MLP["full"] = B_MLP["small"]
 
 
 def b_mlp_configs(grid, seed):
     """Per d, on the same draws: three steps (N samples) with attention only, then each m
     plain and centred; Adam (adam_N samples, adam_draws draws), attention only and each m."""
     arms = [{"method": "three_step", "m": None, "centred": False}]
-    for m in grid["m"]:
-        arms.append({"method": "three_step", "m": m, "centred": False})
-        arms.append({"method": "three_step", "m": m, "centred": True})
-    for m in [None] + grid["m"]:
-        arms.append({"method": "adam", "m": m, "centred": False})
+    arms += [{"method": "three_step", "m": m, "centred": centred}
+             for m in grid["m"] for centred in (False, True)]
+    arms += [{"method": "adam", "m": m, "centred": False} for m in [None] + grid["m"]]
     out = []
     for d in grid["d"]:
         for arm in arms:
@@ -324,55 +318,72 @@ def b_mlp_summary(records):
     return "\n".join(out)
 
 
-# ------------------------------------------------------------------ b_scaling
+# ------------------------------------------------------------------ N*
+# b_scaling, b_literal, b_ceiling: each panel varies one of V, L, d (the first that is a
+# list; V's panel may list d too) around the others; every learner runs on N = 16, 32, ...
+# (Adam 8, ...) up to its cap and top V^2/d; N* is where the mean accuracy over draws
+# reaches tau (MODEL.md 4.8).
 
 B_SCALING = {"small": dict(
-    V0=256, L0=8, d0=128, d=[16, 24, 32, 48, 64, 96, 128], d_contrast=256,
-    L=[2, 4, 8, 16, 32, 64], V=[96, 128, 181, 256, 362], three_step_Nmax=32768, top=32,
-    tau=0.1, q=5.0, n_test=1000, draws=DRAWS["small"], gradinfo_Nmax=4096, adam_draws=5,
-    adam_steps=150, adam_lr=0.02, adam_Nmax=256)}
-B_SCALING["tiny"] = dict(B_SCALING["small"], V0=32, d0=16, d=[8, 16], d_contrast=32,
-                         L=[2, 8], V=[24, 32], three_step_Nmax=512, gradinfo_Nmax=512,
-                         draws=3, adam_draws=2, adam_steps=20, adam_Nmax=64)
-B_SCALING["full"] = B_SCALING["small"]
+    panels=[{"V": 256, "L": 8, "d": [16, 24, 32, 48, 64, 96, 128, 256]},
+            {"V": 256, "d": 128, "L": [2, 4, 8, 16, 32, 64]},
+            {"V": [96, 128, 181, 256, 362], "d": [48, 64, 90, 128, 181], "L": 8}],
+    learners=["three_step", "gradinfo", "adam"], taus=[0.1], q=5.0, q_grid=[], adam_lr=0.02,
+    gamma_eta=1e6, Lmax=64, top=32, n_test=1000, draws=20, adam_draws=5, adam_steps=150,
+    Nmax={"three_step": 32768, "literal": 32768, "gradinfo": 4096, "assign": 4096, "adam": 256})}
+B_SCALING["tiny"] = dict(B_SCALING["small"], draws=3, adam_draws=2, adam_steps=20,
+                         Nmax=dict.fromkeys(B_SCALING["small"]["Nmax"], 512),
+                         panels=[{"V": 32, "L": 8, "d": [8, 16, 32]},
+                                 {"V": 32, "d": 16, "L": [2, 8]},
+                                 {"V": [24, 32], "d": [12, 16], "L": 8}])
 
 
-def b_scaling_configs(grid, seed):
-    """Panels: d at (V0, L0) with a d >= V contrast, L at (V0, d0), V at d = V/2; every
-    learner on N = 16, 32, ... (Adam 8, ...) to its cap and top V^2/d (MODEL.md 4.8)."""
-    if not 1 / min(grid["V"] + [grid["V0"]]) < grid["tau"] < 1 or grid["d_contrast"] < grid["V0"]:
-        raise ValueError(f"need 1/V < tau < 1 at every V, d_contrast >= V0; got {grid}")
-    points = [(grid["V0"], d, grid["L0"]) for d in grid["d"] + [grid["d_contrast"]]]
-    points += [(grid["V0"], grid["d0"], L) for L in grid["L"]]
-    points += [(V, V // 2, grid["L0"]) for V in grid["V"]]
-    out = []
-    for (V, d, L), method in itertools.product(points, ("three_step", "gradinfo", "adam")):
-        first = 8 if method == "adam" else 16              # Adam nears the coverage bound
-        top = min(grid[method + "_Nmax"], grid["top"] * V * V / d)
-        Ns = [first * 2 ** k for k in range(24) if first * 2 ** k <= top]
-        draws = grid["adam_draws"] if method == "adam" else grid["draws"]
-        version = theory_version() if method == "three_step" else None   # the formula's N*
-        out.append(draws_config(V, d, L, Ns, seed, draws, q=grid["q"], method=method,
-                                n_test=grid["n_test"], tau=grid["tau"], V0=grid["V0"],
-                                d0=grid["d0"], L0=grid["L0"], steps=grid["adam_steps"],
-                                lr=grid["adam_lr"], Lmax=max(grid["L"] + [grid["L0"]]),
-                                theory=version))
-    return out
+def nstar_configs(grid, seed):
+    """A config per point and learner ("best_q": three steps at q and at every q of q_grid);
+    a point in several panels runs once, its config naming them all."""
+    configs = {}
+    for panel in grid["panels"]:
+        over = next(k for k in "VLd" if isinstance(panel[k], list))
+        fixed = [f"{k}={panel[k]}" for k in "VdL" if not isinstance(panel[k], list)]
+        for i in range(len(panel[over])):
+            V, d, L = (panel[k][i] if isinstance(panel[k], list) else panel[k] for k in "VdL")
+            for method in panel.get("learners", grid["learners"]):
+                for q in [grid["q"]] + (grid["q_grid"] if method == "best_q" else []):
+                    cfg = _nstar_config(grid, seed, V, d, L, method, q, panel)
+                    same = configs.setdefault(json.dumps(cfg, sort_keys=True), dict(cfg, panels={}))
+                    same["panels"][f"{over} at {', '.join(fixed)}"] = over
+    return list(configs.values())
 
 
-def b_scaling_one(cfg):
-    """draws_one; for three steps also the formula's N* and its accuracy as N -> inf."""
-    res = draws_one(cfg)
-    if cfg["method"] == "three_step":
-        args = (cfg["V"], cfg["d"], cfg["L"], cfg["q"])
-        res["predicted_N"] = theory.critical_N(*args, cfg["tau"])
-        res["predicted_limit"] = theory.retrieval_accuracy_frozen(args[0], 1e9, *args[1:])[0]
+def _nstar_config(grid, seed, V, d, L, method, q, panel):
+    if not 1 / V < min(grid["taus"]) <= max(grid["taus"]) < 1:
+        raise ValueError(f"need 1/V < tau < 1 at every V; got taus {grid['taus']}, V = {V}")
+    method = "three_step" if method == "best_q" else method
+    first = 8 if method == "adam" else 16                 # Adam nears the coverage bound
+    top = min(grid["Nmax"][method], grid["top"] * V * V / d)
+    draws = grid["adam_draws"] if method == "adam" else grid["draws"]
+    extra = {"gamma_eta": grid["gamma_eta"]} if method == "literal" else {}
+    if method == "three_step" and q == grid["q"]:
+        extra["theory"] = theory_version()            # its records store the formula's N*
+    return draws_config(V, d, L, [first * 2 ** k for k in range(30) if first * 2 ** k <= top],
+                        seed, draws, q=q, method=method, n_test=grid["n_test"],
+                        taus=grid["taus"], steps=grid["adam_steps"], lr=grid["adam_lr"],
+                        Lmax=panel.get("Lmax", grid["Lmax"]), **extra)
+
+
+def nstar_one(cfg, learner=None):
+    """draws_one; at q also the formula's N*, its limit as N -> inf, the bound's N*."""
+    res = draws_one(cfg, learner)
+    if cfg.get("theory"):
+        V, d, L, q = cfg["V"], cfg["d"], cfg["L"], cfg["q"]
+        res["predicted_N"] = [theory.critical_N(V, d, L, q, tau) for tau in cfg["taus"]]
+        res["predicted_limit"] = theory.retrieval_accuracy_frozen(V, 1e9, d, L, q)[0]
+        res["bound_N"] = [theory.first_gradient_N(V, d, L, tau) for tau in cfg["taus"]]
     return res
 
 
 def crossing(xs, ys, tau):
-    """The first x where y reaches tau, interpolated in log x (xs[0] if there already);
-    None if never."""
+    """The first x where y reaches tau, interpolated in log x; None if never."""
     if len(ys) and ys[0] >= tau:
         return float(xs[0])
     for i in range(len(xs) - 1):
@@ -383,184 +394,240 @@ def crossing(xs, ys, tau):
     return None
 
 
-def nstar_bootstrap(records, resamples=200, seed=0):
-    """N* of each record (its mean accuracy's crossing of tau; nan: never): row 0 on the
-    draws as run, then a row per bootstrap resample of the draws, shared by the records."""
+def learner_points(records, panel, learner):
+    """A panel's points for one learner, sorted along its axis: [(x, config, [records])],
+    several records for "best_q" (its q grid at a point), else one."""
+    axis = records_axis(records, panel)
+    points = {}
+    for r in records:
+        c = r["config"]
+        best_q = learner == "best_q" and c["method"] == "three_step"
+        at_q = learner != "three_step" or c.get("theory")             # three steps: at q
+        if panel in c["panels"] and (c["method"] == learner or best_q) and at_q:
+            points.setdefault(c[axis], []).append(r)
+    if learner == "best_q" and all(len(rs) < 2 for rs in points.values()):
+        return []                                                    # no q grid ran
+    return [(x, rs[0]["config"], rs) for x, rs in sorted(points.items())]
+
+
+def panels_of(records):
+    return list(dict.fromkeys(p for r in records for p in r["config"]["panels"]))
+
+
+def records_axis(records, panel):
+    return next(r["config"]["panels"][panel] for r in records if panel in r["config"]["panels"])
+
+
+def nstar_bootstrap(groups, tau, resamples=200, seed=0):
+    """N* of each group of records (where the best of their mean curves reaches tau; nan:
+    never): row 0 on the draws as run, a row per bootstrap resample (shared by the groups)."""
     rng = np.random.default_rng(seed)
-    n = min(r["config"]["draws"] for r in records)
+    n = min(r["config"]["draws"] for rs in groups for r in rs)
     picks = [np.arange(n)] + [rng.integers(0, n, n) for _ in range(resamples)]
-    table = np.full((len(picks), len(records)), np.nan)
-    for j, r in enumerate(records):
-        acc = np.array(r["result"]["accuracy"])                 # (draws, len(Ns))
+    table = np.full((len(picks), len(groups)), np.nan)
+    for j, rs in enumerate(groups):
+        acc = [np.array(r["result"]["accuracy"])[:n] for r in rs]      # (draws, len(Ns))
         for i, k in enumerate(picks):
-            x = crossing(r["config"]["Ns"], acc[k].mean(0), r["config"]["tau"])
-            if x is not None:
-                table[i, j] = x
+            best = np.max([a[k].mean(0) for a in acc], axis=0)
+            x = crossing(rs[0]["config"]["Ns"], best, tau)
+            table[i, j] = np.nan if x is None else x
     return table
 
 
-def slope_interval(x, boot):
-    """The log-log slope of N* against x (points with an N* as run), its 95% bootstrap
-    interval over the resamples where each has one, and how many resamples lack one."""
-    fit = np.isfinite(boot[0])
-    slopes = []
+def fit_exponents(points, boot, axes="VdL"):
+    """Exponents of N* ~ V^a L^b d^c (least squares, axes that vary) per row of boot with
+    every N* finite: (names, the fit on row 0, its 95% interval lo, hi, rows left out)."""
+    X = np.log(np.array(points, float).reshape(-1, 3))         # (points, 3): V, d, L
+    names = [k for k, col in zip("VdL", X.T) if k in axes and len(col) and np.ptp(col) > 0]
+    A = np.column_stack([np.ones(len(X))] + [X[:, "VdL".index(k)] for k in names])
+    fits = []
     for row in boot:
-        if np.isfinite(row[fit]).all():
-            slopes.append(theory.loglog_slope(x[fit], row[fit]))
-        else:
-            slopes.append(math.nan)
-    slopes = np.array(slopes)
-    ok = slopes[1:][np.isfinite(slopes[1:])]
-    lo, hi = math.nan, math.nan
-    if len(ok):
-        lo, hi = np.percentile(ok, [2.5, 97.5])
-    return slopes[0], lo, hi, len(slopes) - 1 - len(ok)
+        if np.isfinite(row).all() and len(names) and len(X) > len(names):
+            fits.append(np.linalg.lstsq(A, np.log(row), rcond=None)[0][1:])
+    if not fits:
+        return names, None, None, None, len(boot)
+    fits = np.array(fits)
+    lo, hi = np.percentile(fits[1:], [2.5, 97.5], axis=0) if len(fits) > 1 else (fits[0],) * 2
+    return names, fits[0], lo, hi, len(boot) - len(fits)
 
 
-def _panel_member(config, over):
-    """Whether a b_scaling config belongs to the panel over d, L or V."""
-    if over == "d":
-        return config["V"] == config["V0"] and config["L"] == config["L0"]
-    if over == "L":
-        return config["V"] == config["V0"] and config["d"] == config["d0"]
-    return config["d"] == config["V"] // 2 and config["L"] == config["L0"]
+def nstar_panel(records, panel, tau):
+    """Per learner of a panel: its points, N* (as run) with a 95% interval, the bounds
+    (reached at the first N), its exponent along the axis (d < V, no bounds), the formula's N*."""
+    out = {}
+    ti = records[0]["config"]["taus"].index(tau)
+    for learner in LEARNERS:
+        pts = learner_points(records, panel, learner)
+        if len(pts) < 2:
+            continue
+        boot = nstar_bootstrap([rs for _, _, rs in pts], tau)
+        ranked = np.sort(np.where(np.isnan(boot[1:]), np.inf, boot[1:]), axis=0)
+        keys = [(c["V"], c["d"], c["L"]) for _, c, _ in pts]
+        bound = boot[0] == [c["Ns"][0] for _, c, _ in pts]
+        fit = np.array([d < V for V, d, _ in keys]) & ~bound & np.isfinite(boot[0])
+        exps = fit_exponents(np.array(keys)[fit], boot[:, fit], records_axis(records, panel))
+        pred = [rs[0]["result"].get("predicted_N", [np.nan] * (ti + 1))[ti] for _, _, rs in pts]
+        out[learner] = dict(x=np.array([x for x, _, _ in pts], float), n=boot[0], keys=keys,
+                            lo=ranked[int(0.025 * (len(ranked) - 1))], bound=bound, fit=fit,
+                            hi=ranked[math.ceil(0.975 * (len(ranked) - 1))], exps=exps,
+                            pred=np.array(pred, float), recs=[rs[0] for _, _, rs in pts])
+    return out
 
 
-def scaling_points(records, over, method):
-    """One learner's panel over "d", "L" or "V" (None if empty): x, N*, its 95% interval,
-    the formula's N*, the bootstrap rows, d < V, bounds (at the first N), the fitted."""
-    recs = [r for r in records
-            if r["config"]["method"] == method and _panel_member(r["config"], over)]
-    recs.sort(key=lambda r: r["config"][over])
-    if not recs:
-        return None
-    boot = nstar_bootstrap(recs)
-    resampled = np.sort(np.where(np.isnan(boot[1:]), np.inf, boot[1:]), axis=0)
-    lo = resampled[int(0.025 * (len(resampled) - 1))]           # nan (never) sorts as inf
-    hi = resampled[math.ceil(0.975 * (len(resampled) - 1))]
-    pred = np.array([r["result"].get("predicted_N", math.nan) for r in recs], float)
-    below = np.array([r["config"]["d"] < r["config"]["V"] for r in recs])
-    bound = boot[0] == [r["config"]["Ns"][0] for r in recs]
-    return dict(x=np.array([r["config"][over] for r in recs], float), n=boot[0], lo=lo,
-                hi=hi, pred=pred, boot=boot, below=below, bound=bound,
-                fit=below & ~bound & np.isfinite(boot[0]), recs=recs)
-
-
-def scaling_table(records, over):
-    """N* per learner against `over`, the formula's, the exponents over the d < V points."""
-    panels = {}
-    for method in LEARNERS:
-        p = scaling_points(records, over, method)
-        if p is not None and len(p["x"]) > 1:
-            panels[method] = p
-    c = records[0]["config"]
-    names = " | ".join(LEARNERS[m] for m in panels)
-    lines = [f"\nN* against {over} (mean accuracy {c['tau']:g}, log-interpolated; [95% "
-             "interval]; - : none in its N grid, or never; <= : at the first N; blank: not "
-             "run)",
-             f"| {over} | d/V | {names} | predicted (three steps) | predicted / measured |",
-             "|---" * (len(panels) + 4) + "|"]
-    three = panels["three_step"]
-    for i, r in enumerate(three["recs"]):
-        cells = "".join(f" | {nstar_cell(p, r['config'][over])}" for p in panels.values())
-        lines.append(f"| {r['config'][over]} | {r['config']['d'] / r['config']['V']:.3g}"
-                     f"{cells} | {_predicted_cells(three, i)} |")
-    for method, p in panels.items():
-        lines.append(f"{LEARNERS[method]}: {_exponent_text(p, over)}")
-    lines.append(_formula_line(three, over))
+def nstar_table(records, panel, tau):
+    """A panel's table at tau: N* per learner [95% interval], the formula's N*, the
+    first-gradient and coverage bounds; then the exponents."""
+    found = nstar_panel(records, panel, tau)
+    first = next(iter(found.values()))
+    lines = [f"\nN* against {panel}, tau = {tau:g} (mean accuracy, log-interpolated; [95% "
+             "interval]; - : none in its N grid; <= : at the first N)",
+             f"| {records_axis(records, panel)} | d/V | " + " | ".join(LEARNERS[m] for m in found)
+             + " | formula | first-gradient bound | coverage |",
+             "|---" * (len(found) + 5) + "|"]
+    for i, (V, d, L) in enumerate(first["keys"]):
+        cells = " | ".join(nstar_cell(p, (V, d, L)) for p in found.values())
+        lines.append(f"| {first['x'][i]:g} | {d / V:.3g} | {cells} | "
+                     f"{formula_cells(found.get('three_step'), (V, d, L), tau)} | "
+                     f"{theory.coverage_N(V, tau):.0f} |")
+    lines += [f"{LEARNERS[k]}: {exponent_text(f['exps'], sum(f['fit']))}" for k, f in found.items()]
+    three = found.get("three_step")
+    if three is not None:
+        has = np.isfinite(three["pred"] * three["n"]) & ~three["bound"]
+        close = np.sum(abs(np.log(three["pred"][has] / three["n"][has])) <= math.log(1.5))
+        formula = fit_exponents(np.array(three["keys"])[three["fit"]],
+                                three["pred"][None, three["fit"]], records_axis(records, panel))
+        lines.append(f"formula: {exponent_text(formula, three['fit'].sum())}; within 1.5x of "
+                     f"three steps at {close} of {has.sum()} points with a measured N*")
     return "\n".join(lines)
 
 
-def _predicted_cells(three, i):
-    """The formula's N* and its ratio to the measured one; where it has none, its limit."""
-    r = three["recs"][i]
-    pred = three["pred"][i]
-    n = math.nan if three["bound"][i] else three["n"][i]           # a bound: no ratio
-    if np.isfinite(pred):
-        ratio = f"{pred / n:.2f}" if np.isfinite(n) else "-"
-        return f"{pred:.0f} | {ratio}"
-    acc = np.array(r["result"]["accuracy"]).mean(0)   # the formula's ceiling, measured best
-    best_N = r["config"]["Ns"][acc.argmax()]
-    return (f"- | predicted accuracy -> {r['result']['predicted_limit']:.3f} as N -> inf; "
-            f"measured best mean {acc.max():.3f} at N = {best_N}")
+def formula_cells(three, key, tau):
+    """The formula's N* (none: its limit is below tau), the first-gradient bound's N*."""
+    if three is None or key not in three["keys"]:
+        return "- | -"
+    r = three["recs"][three["keys"].index(key)]
+    pred = f"{three['pred'][three['keys'].index(key)]:.0f}"
+    if pred == "inf":
+        pred = f"none (limit {r['result']['predicted_limit']:.3f})"
+    return f"{pred} | {r['result']['bound_N'][r['config']['taus'].index(tau)]:.0f}"
 
 
-def _exponent_text(p, over):
-    s, lo, hi, out = slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
-    k = int(p["fit"].sum())                                  # fitted points have an N*
-    if k < 2:
-        return "no fit (< 2 N*, bounds left out)"
-    return (f"N* ~ {over}^({s:+.2f}) [{lo:+.2f}, {hi:+.2f}] over {k} points with d < V "
-            f"(bounds left out; {out} of {len(p['boot']) - 1} resamples without an N*)")
+def exponent_terms(exps):
+    """ "d^c [lo, hi], ..." of fit_exponents' result, or "no fit"."""
+    names, fit, lo, hi, _ = exps
+    if fit is None:
+        return "no fit"
+    return ", ".join(f"{k}^{f:.2f} [{a:.2f}, {b:.2f}]"
+                     for k, f, a, b in zip(names, fit, lo, hi))
 
 
-def _formula_line(three, over):
-    has = np.isfinite(three["n"]) & ~three["bound"]
-    log_ratio = np.log(three["pred"][has] / three["n"][has])
-    close = int(np.sum(abs(log_ratio) <= math.log(1.5)))
-    s = theory.loglog_slope(three["x"][three["fit"]], three["pred"][three["fit"]])  # nan: < 2
-    fitted = f"N* ~ {over}^({s:+.2f})" if np.isfinite(s) else "no fit"
-    return (f"predicted (three steps): {fitted} over the points three steps' fit uses; "
-            f"predicted / measured within 1.5x at {close} of {has.sum()} points with a "
-            "measured N* (d = V included, bounds left out)")
+def exponent_text(exps, k):
+    if exps[1] is None:
+        return f"no fit ({k} points with an N*, d < V, bounds left out)"
+    return f"N* ~ {exponent_terms(exps)} over {k} points ({exps[4]} resamples lack an N*)"
 
 
-def nstar_cell(p, x):
-    """One learner's N* at x as text: "N* [lo, hi]", "<= N* [...]" for a bound, or "-"."""
-    j = np.flatnonzero(p["x"] == x)
-    if not len(j):
-        return ""                                                # not run
-    j = j[0]
+def nstar_cell(p, key):
+    """A learner's N* at a point: "N* [lo, hi]", "<=" before a bound, "-" none, "" not run."""
+    if key not in p["keys"]:
+        return ""
+    j = p["keys"].index(key)
     if not np.isfinite(p["n"][j]):
         return "-"
-    values = [p["n"][j], p["lo"][j], p["hi"][j]]
-    n, lo, hi = (f"{v:.0f}" if np.isfinite(v) else "-" for v in values)
-    at_most = "<= " if p["bound"][j] else ""                     # reached at once: a bound
-    return f"{at_most}{n} [{lo}, {hi}]"
+    n, lo, hi = (f"{v:.0f}" if np.isfinite(v) else "-" for v in (p["n"][j], p["lo"][j], p["hi"][j]))
+    return f"{'<= ' if p['bound'][j] else ''}{n} [{lo}, {hi}]"
 
 
-def collapse_points(records):
-    """Per (N, d, L) of three steps at V0: theory.retrieval_snr and the accuracy's mean
-    and sd over draws; and the rms distance of the means from theory.snr_accuracy."""
-    V = records[0]["config"]["V0"]
-    points = []
-    for r in records:
-        c = r["config"]
-        if c["method"] != "three_step" or c["V"] != V:
+def product_table(records, tau):
+    """Per learner, over every panel's points at tau: the exponents of N* ~ V^a L^b d^c and
+    the product N* / (V^a L^b d^c) (exponents to 1/2) with 95% intervals: is it constant?"""
+    lines = [f"\nall points, tau = {tau:g}: N* ~ V^a L^b d^c, and the product it supports"]
+    panels = panels_of(records)
+    for learner in LEARNERS:
+        found = [nstar_panel(records, panel, tau).get(learner) for panel in panels]
+        found = [p for p in found if p is not None]
+        keys = list(dict.fromkeys(k for p in found for k, f in zip(p["keys"], p["fit"]) if f))
+        if len(keys) < 3:
             continue
-        acc = np.array(r["result"]["accuracy"])
-        for N, mean, sd in zip(c["Ns"], acc.mean(0), acc.std(0, ddof=1)):
-            snr = theory.retrieval_snr(V, N, c["d"], c["L"], c["q"])
-            points.append((snr, mean, sd, c["d"], c["L"], N))
-    distances = [(a - theory.snr_accuracy(V, x)) ** 2 for x, a, *_ in points]
-    return points, math.sqrt(np.mean(distances))
+        pts = [learner_points(records, panel, learner) for panel in panels]
+        groups = {(c["V"], c["d"], c["L"]): rs for ps in pts for _, c, rs in ps}
+        boot = nstar_bootstrap([groups[k] for k in keys], tau)
+        exps = fit_exponents(keys, boot)
+        if exps[1] is None:
+            continue
+        power = {k: round(2 * f) / 2 for k, f in zip(exps[0], exps[1])}
+        a, b, c = (power.get(k, 0) for k in "VLd")
+        V, d, L = np.array(keys, float).T
+        prod = boot / (V ** a * L ** b * d ** c)
+        lo, hi = np.nanpercentile(prod[1:], [2.5, 97.5], axis=0)
+        lines.append(f"{LEARNERS[learner]}: {exponent_text(exps, len(keys))}; product "
+                     f"N* / (V^{a:g} L^{b:g} d^{c:g}): max/min {prod[0].max() / prod[0].min():.2f}"
+                     ", its intervals "
+                     f"{'share' if lo.max() <= hi.min() else 'do not share'} a value")
+        lines += [f"  (V, d, L) = {k}: {p:.3g} [{a:.3g}, {b:.3g}]"
+                  for k, p, a, b in zip(keys, prod[0], lo, hi)]
+    return "\n".join(lines)
 
 
-def b_scaling_summary(records):
-    c = records[0]["config"]
-    points, rms = collapse_points(records)
-    tables = "".join(scaling_table(records, over) for over in ("d", "L", "V"))
-    mean_sd = np.mean([p[2] for p in points])
-    return (tables + f"\n\naccuracy against E_Z Phi(snr + Z)^(V-1) at V = {c['V0']}: rms "
-            f"distance {rms:.3f} over {len(points)} (N, d, L) points; mean sd of one run "
-            f"{mean_sd:.3f}\ncoverage bound (any learner): no N* below "
-            f"{theory.coverage_N(c['V0'], c['tau']):.1f} at V = {c['V0']}")
+def nstar_summary(records):
+    panels = panels_of(records)
+    lines = []
+    for tau in records[0]["config"]["taus"]:
+        lines += [nstar_table(records, panel, tau) for panel in panels]
+        if len(panels) > 1:
+            lines.append(product_table(records, tau))
+    return "\n".join(lines)
+
+
+B_LITERAL = {"small": dict(
+    B_SCALING["small"], learners=["three_step", "literal", "best_q"], q_grid=[1.0, 2.0, 10.0, 20.0],
+    panels=[{"V": 256, "d": 128, "L": [2, 4, 8, 16, 32, 64, 128]},
+            {"V": 256, "d": 64, "L": [2, 4, 8, 16, 32, 64, 128]}], Lmax=128)}
+B_LITERAL["tiny"] = dict(B_SCALING["tiny"], learners=B_LITERAL["small"]["learners"],
+                         q_grid=[2.0], panels=[{"V": 32, "d": 16, "L": [2, 8]}] * 2)
+
+B_CEILING = {"small": dict(
+    B_SCALING["small"], learners=["three_step", "gradinfo", "assign"], q=10.0,
+    taus=[0.1, 0.5, 0.9], Lmax=32, top=128, draws=12,
+    Nmax={m: 2 ** 20 for m in ("three_step", "gradinfo", "assign")},
+    panels=[{"V": 1024, "L": 8, "d": [128, 192, 256, 384, 512]},
+            {"V": 1024, "d": 384, "L": [4, 8, 16, 32]},
+            {"V": [1024, 1448, 2048], "d": 512, "L": 8}])}
+B_CEILING["tiny"] = dict(B_SCALING["tiny"], learners=B_CEILING["small"]["learners"],
+                         taus=[0.1, 0.5])
+
+
+def b_ceiling_one(cfg):
+    """nstar_one; "assign": the first gradient's statistic decoded with one label per token."""
+    return nstar_one(cfg, assign_logits)
+
+
+def assign_logits(cfg, fixed, samples, test, decode):
+    if cfg["method"] != "assign":
+        return learner_logits(cfg, fixed, samples, test, decode)
+    G = rc.label_gradient(fixed, *samples, np.full(samples[0].shape, 1 / cfg["L"]))
+    labels = train.assignment(decode(G))                          # (V,) a permutation
+    tokens, pos, _ = test
+    return np.eye(cfg["V"])[labels[tokens[np.arange(len(pos)), pos]]], math.nan
 
 
 # ------------------------------------------------------------------ the list
 
-CHOICES = {"dtype": ("float32", "float64"), "method": tuple(LEARNERS)}
+def _entry(help, grid, configs, one, summary):
+    return {"help": help, "grid": grid, "configs": configs, "one": one, "summary": summary}
+
+
 EXPERIMENTS = {
-    "b_agree": dict(help="paper B: predicted vs measured accuracy of three steps",
-                    grid=B_AGREE, configs=b_agree_configs, one=b_agree_one,
-                    summary=b_agree_summary, choices=CHOICES),
-    "b_embed": dict(help="paper B: one-hot (d = V + 2) vs random embeddings",
-                    grid=B_EMBED, configs=b_embed_configs, one=draws_one,
-                    summary=b_embed_summary, choices=CHOICES),
-    "b_mlp": dict(help="paper B: attention only vs + fixed MLP, three steps and Adam",
-                  grid=B_MLP, configs=b_mlp_configs, one=b_mlp_one, summary=b_mlp_summary,
-                  choices=CHOICES),
-    "b_scaling": dict(help="paper B: N* against d, L and V at d < V for three learners",
-                      grid=B_SCALING, configs=b_scaling_configs, one=b_scaling_one,
-                      summary=b_scaling_summary, choices=CHOICES),
+    "b_agree": _entry("paper B: predicted vs measured accuracy of three steps",
+                      B_AGREE, b_agree_configs, b_agree_one, b_agree_summary),
+    "b_embed": _entry("paper B: one-hot (d = V + 2) vs random embeddings",
+                      B_EMBED, b_embed_configs, draws_one, b_embed_summary),
+    "b_mlp": _entry("paper B: attention only vs + fixed MLP, three steps and Adam",
+                    B_MLP, b_mlp_configs, b_mlp_one, b_mlp_summary),
+    "b_scaling": _entry("paper B: N* against d, L and V near the ceiling, every learner",
+                        B_SCALING, nstar_configs, nstar_one, nstar_summary),
+    "b_literal": _entry("paper B: N* against L, the literal steps and the best q",
+                        B_LITERAL, nstar_configs, nstar_one, nstar_summary),
+    "b_ceiling": _entry("paper B: N* against V, L and d away from the ceiling",
+                        B_CEILING, nstar_configs, b_ceiling_one, nstar_summary),
 }

@@ -3,9 +3,8 @@ the records run.py wrote and theory.py's curves.
 
     python plots.py [EXPERIMENT ...] [--scale S] [--results DIR] [--out FILE] [--talk]
 
-The record set behind each committed figure is committed too (figures/data/<name>.json),
-so that a figure redraws on a fresh clone without a run; --talk writes
-figures/talk/<name>.png for a projector, never over the committed figure."""
+Each committed figure's record set is committed too (figures/data/<name>.json): a fresh clone
+redraws it without a run.  --talk writes figures/talk/<name>.png, for a projector."""
 import json
 import os
 
@@ -70,13 +69,11 @@ def fig_fig5(records, path):
             ax.axvspan(a, b, alpha=0.1, color=color)
             ax.text((a + b) / 2, 0.78, label, ha="center", va="center", fontsize="small",
                     color="0.25", transform=ax.get_xaxis_transform())
-    for m, s in zip(mean, sd):
-        ax.axvspan(m - s, m + s, color="k", alpha=0.12, lw=0)
     ax.set(xlabel="SGD step", ylabel="test loss (nats)")
     ax.set_title(f"Sequential learning: S={cfg['S']}, R={cfg['R']}, D={D}, one-hot, linear "
                  f"attention, lr {cfg['lr']:g}, batch {cfg['batch']}\nstages from the mean "
-                 f"over {len(records)} seeds (stage ends ± 1 sd shaded dark; sd {sd[0]:.0f} "
-                 f"and {sd[1]:.0f} steps)", fontsize="small")
+                 f"over {len(records)} seeds (the stage ends' sd: {sd[0]:.0f} and {sd[1]:.0f} "
+                 "steps)", fontsize="small")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2)
     return fig
 
@@ -113,8 +110,7 @@ def fig_linear(records, path):
     lines = [(theory.C_SHARP_LINEAR, "k--", r"$d^2 = 2N\ln N$ (sharp, large $d$)"),
              (theory.C_AUTHORS_LINEAR, "k:", r"$d^2 = 1.3\,N\ln N$ (authors)")]
     for c, style, label in lines:
-        ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1,
-                label=label)
+        ax.plot(dd ** 2, [theory.linear_capacity_N(v, c) for v in dd], style, lw=1, label=label)
     log_axes(ax, r"parameters $d^2$", r"capacity $N$ (associations)", r"Linear memory "
              r"$\arg\max_y\, e_x^\top W u_y$: mean over seeds, band $\pm$ 1 sd", dy=-0.17)
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
@@ -150,41 +146,30 @@ def fig_mlp(records, path):
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
-FAMILY_NAMES = {"a=4 b=0.25": "attention-dominated", "a=1 b=1": "balanced",
-                "a=0.25 b=4": "MLP-dominated"}          # families' three; facts' is balanced
-
-
 def fig_facts(records, path):
-    """Facts stored against parameters 4 H dh d + 2 m d per family; the authors' line."""
+    """Facts stored against parameters (arms: the growing part); the authors' 0.15 line."""
     cfg = records[0]["config"]
-    P_all = np.array([r["result"]["params"] for r in records])      # every run
+    P_all = np.array([paper_a.grown_params(r) for r in records])   # every run
     kept = paper_a.inside(records)                                  # an edge: a bound
     fits = paper_a.facts_fits(kept)
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     plotted = {}
-    families = sorted({paper_a.facts_family(r) for r in kept}, reverse=True)
-    for i, family in enumerate(families):
+    for i, family in enumerate(dict.fromkeys(paper_a.facts_family(r) for r in kept)):
         rs = [r for r in kept if paper_a.facts_family(r) == family]
-        col = list(FAMILY_NAMES).index(family) if family in FAMILY_NAMES else 3 + i
-        P = np.array([r["result"]["params"] for r in rs])
+        P = np.array([paper_a.grown_params(r) for r in rs])
         F = np.array([r["result"]["facts_fresh99"] for r in rs])
-        ax.scatter(P, F, color=f"C{col}", marker="osD"[col % 3], s=36, zorder=3,
-                   label=_family_label(family, fits.get(family, {})))
+        heads = sorted({r["config"]["H"] for r in rs})
+        ax.scatter(P, F, color=f"C{i}", marker="osD^v"[i % 5], s=36, zorder=3,
+                   label=_family_label(f"{family}, H = {str(heads)[1:-1]}", fits.get(family, {})))
         plotted[family] = [P.tolist(), F.tolist()]
-        first = min(r["config"]["seed"] for r in rs)          # one label per size
-        for r in rs:
-            if r["config"]["seed"] == first:
-                c, x = r["config"], r["result"]
-                ax.annotate(f"d={c['d']},H={c['H']}", (x["params"], x["facts_fresh99"]),
-                            fontsize="x-small", xytext=(-6, 0), zorder=4, ha="right",
-                            textcoords="offset points", va="center",
-                            bbox={"fc": "w", "ec": "none", "pad": 0.5})
     pp = np.geomspace(P_all.min() / 1.5, P_all.max() * 1.5, 20)
-    ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1,
-            label=r"facts $= 0.15\,$params (authors)")
-    log_axes(ax, r"parameters $4Hd_hd + 2md$", r"facts stored $S\cdot R$" "\n"
-             rf"($\geq 99\%$ of {cfg['n_test']} prompts)", f"One-layer transformer, "
-             f"$D$={cfg['D']}, $S=R$, $T$={cfg['T']}, $d_hH = a d$, $m = b d$", ncol=1)
+    ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
+    xlabel = r"parameters $4Hd_hd + 2md$"
+    if cfg.get("x"):
+        xlabel = r"parameters of the part that grows: $2md$ or $4Hd_hd$"
+    log_axes(ax, xlabel, r"facts stored $S\cdot R$" "\n" rf"($\geq 99\%$ of {cfg['n_test']} "
+             f"prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, $T$={cfg['T']}, "
+             f"{cfg['steps']} steps x {cfg['batch']} prompts", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
@@ -197,64 +182,50 @@ def _family_label(family, fit):
         ci = fit.get("slope_95", [np.nan, np.nan])
         if not np.isnan(ci[0]):
             slope += " [{:.2f}, {:.2f}]".format(*ci)
-    k = fit.get("facts_per_param", np.nan)
-    return f"{family} {FAMILY_NAMES.get(family, '')}: {k:.3f} facts/param{slope}"
+    return f"{family}: {fit.get('facts_per_param', np.nan):.3f} facts/param{slope}"
 
 
-fig_families = fig_facts                                  # the same figure, three families
-
-
-def edges(v):
-    """Cell edges for values on a geometric grid: geometric midpoints, end cells mirrored."""
-    v = np.asarray(sorted(v), float)
-    mid = np.sqrt(v[1:] * v[:-1]) if len(v) > 1 else v * np.sqrt(2)
-    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
+fig_families = fig_arms = fig_budget = fig_facts        # the same figure, other families
 
 
 def fig_tradeoff(records, path):
-    """The mean accuracy over seeds per (attention d dh H, MLP d m) cell; the frontiers."""
+    """The mean accuracy over seeds of each (attention d dh H, MLP d m) cell that ran, at its
+    own place (a size not run is a gap); the frontier and the fitted line inside the grid."""
     cells = paper_a.tradeoff_cells(records)
-    attn = sorted({a for a, _ in cells})
-    mlp = sorted({m for _, m in cells})
-    acc = np.full((len(mlp), len(attn)), np.nan)                   # (n_mlp, n_attn)
-    for (a, m), (mean, _) in cells.items():
-        acc[mlp.index(m), attn.index(a)] = mean
+    attn, mlp = sorted({a for a, _ in cells}), sorted({m for _, m in cells})
     facts, cfg = records[0]["result"]["facts"], records[0]["config"]
     fits = paper_a.tradeoff_fits(records)["frontier"]
-    xe, ye = edges(attn), edges(mlp)
     fig, ax = plt.subplots(figsize=(6.6, 5.2))
-    mesh = ax.pcolormesh(xe, ye, acc, cmap="viridis", vmin=0, vmax=1)
+    a, m, mean = np.array([(a, m, v[0]) for (a, m), v in cells.items()]).T
+    dots = ax.scatter(a, m, c=mean, cmap="viridis", vmin=0, vmax=1, marker="s", s=900)
+    for x, y, v in zip(a, m, mean):
+        ax.text(x, y, f"{v:.3f}", ha="center", va="center", fontsize="small", zorder=5,
+                color="w" if v < 0.6 else "k")
     seeds = len({r["config"]["seed"] for r in records})
-    label = f"accuracy on fresh prompts, mean over seeds (n = {seeds})"
-    fig.colorbar(mesh, ax=ax).set_label(label)
-    for i, j in np.ndindex(acc.shape):      # values on their cell's colour, above the lines
-        ax.text(attn[j], mlp[i], f"{acc[i, j]:.3f}", ha="center", va="center",
-                fontsize="small", zorder=5, color="w" if acc[i, j] < 0.6 else "k",
-                bbox={"fc": mesh.to_rgba(acc[i, j]), "ec": "none", "pad": 1})
-    front = paper_a.tradeoff_frontier(records)                     # on the cells' lower edges
-    level = [np.nan if m is None else ye[mlp.index(m)] for _, m in front]
-    if not np.isnan(level).all():
-        ax.stairs(level, xe, color="C3", lw=2.5, baseline=None,
-                  label=r"measured frontier: lowest cell with mean $\geq 99\%$ per column")
-    aa = np.geomspace(xe[0], xe[-1], 200)
-    ax.plot(aa, theory.authors_frontier_mlp(aa, facts), "k--", lw=1,
-            label="authors' frontier, scaled to our facts")
-    ca = fits.get("attn_params_per_fact", 0)
-    cm = fits.get("mlp_params_per_fact", 0)
+    fig.colorbar(dots, ax=ax).set_label(f"accuracy on fresh prompts, mean of {seeds} seeds")
+    front = [(x, y) for x, y in paper_a.tradeoff_frontier(records) if y is not None]
+    ax.plot(*np.array(front).T, "o-", color="C3", lw=2, mfc="none", ms=22,
+            label=r"measured frontier: lowest mean $\geq 99\%$ per column")
+    aa = np.geomspace(attn[0], attn[-1], 200)
+
+    def inside(y):                                            # the grid's MLP range only
+        return np.where((y >= mlp[0]) & (y <= mlp[-1]), y, np.nan)
+    ax.plot(aa, inside(theory.authors_frontier_mlp(aa, facts)), "k--", lw=1,
+            label="authors' frontier, scaled to these facts")
+    ca, cm = fits.get("attn_params_per_fact", 0), fits.get("mlp_params_per_fact", 0)
     if ca:
-        ax.plot(aa, np.where(aa < ca * facts, cm * (facts - aa / ca), np.nan), "-",
-                color="C1", lw=1.5, label=f"fit: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
-    heads = ", ".join(str(a // (cfg["d"] * cfg["dh"])) for a in attn)
-    widths = ", ".join(str(m // cfg["d"]) for m in mlp)
-    log_axes(ax, rf"attention parameters $d\,d_h H$ ($H$ = {heads})",
-             rf"MLP parameters $d\,m$" f"\n($m$ = {widths})",
+        ax.plot(aa, inside(cm * (facts - aa / ca)), "-", color="C1", lw=1.5,
+                label=f"fit: attn/{ca:.2f} + MLP/{cm:.2f} = facts")
+    heads = ", ".join(str(x // (cfg["d"] * cfg["dh"])) for x in attn)
+    log_axes(ax, rf"attention parameters $d\,d_h H$ ($H$ = {heads})", r"MLP parameters $d\,m$",
              f"{facts} facts ($S=R={cfg['S']}$, $D={cfg['D']}$), $d={cfg['d']}$, "
-             f"$d_h={cfg['dh']}$", ncol=1)
-    ax.set(xlim=(xe[0], xe[-1]), ylim=(ye[0], ye[-1]))
+             f"$d_h={cfg['dh']}$; blank: not run", ncol=1)
+    ax.set(xlim=(attn[0] / 1.4, attn[-1] * 1.4), ylim=(mlp[0] / 2, mlp[-1] * 2))
     ax.set_xticks(attn, attn)
     ax.set_yticks(mlp, mlp)
     ax.minorticks_off()
-    plotted = {"attn": attn, "mlp": mlp, "acc": acc.tolist(), "frontier": front}
+    plotted = {"attn": attn, "mlp": mlp, "frontier": paper_a.tradeoff_frontier(records),
+               "acc": [[cells.get((x, y), (None,))[0] for x in attn] for y in mlp]}
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
@@ -267,7 +238,8 @@ def fig_b_agree(records, path):
     ax.fill_between((0, 1), (-.03, .97), (.03, 1.03), color=".8", label="predicted within 0.03")
     bx.axhspan(-.03, .03, color=".8")
     sets = [("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
-            ("hidden (never tuned on; see RESULTS.md)", "^", "C3")]
+            ("hidden (never tuned on; see RESULTS.md)", "^", "C3"),
+            ("hidden, high accuracy (full scale)", "D", "C2")]
     for i, (label, fmt, col) in enumerate(sets):
         members = [r for r in rows if r["set"] == i]
         if not members:
@@ -276,8 +248,6 @@ def fig_b_agree(records, path):
                               for k in ("meas", "pred", "pred_sd", "se", "meas_sd"))
         ax.errorbar(x, y, sd, xerr, fmt=fmt, ms=4, lw=0.6, color=col, label=label)
         bx.errorbar(x, y - x, 2 * se, fmt=fmt, ms=4, lw=0.6, color=col)
-        for r in members if len(rows) <= 8 else []:              # a few: name each point
-            bx.annotate("V={} N={}".format(*r["key"]), (r["meas"], r["pred"] - r["meas"]), size=7)
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="predicted by the formula (MODEL.md 4.7; mean ± sd)")
     bx.set(xlabel="measured accuracy (mean ± sd)", ylabel="predicted − measured\n(± 2 se)")
     ax.legend(fontsize="small", title="three steps: formula against runs", loc="upper left")
@@ -286,7 +256,7 @@ def fig_b_agree(records, path):
 
 def fig_b_embed(records, path):
     """Accuracy against N (mean ± sd over draws) of one-hot and random embeddings."""
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
     records = sorted(records, key=lambda r: (r["config"]["kind"] != "onehot", r["config"]["d"]))
     for i, r in enumerate(records):
         c = r["config"]
@@ -309,7 +279,7 @@ def fig_b_embed(records, path):
     ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
     ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, q={c['q']:g}, mean "
                  f"± sd of {c['draws']} draws; dotted: the formula (random)", fontsize="small")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.legend(fontsize="small", loc="upper left")
     return fig
 
 
@@ -348,12 +318,12 @@ def fig_b_mlp(records, path):
                    label="formula (fresh noise), three steps, attention only")
         ax.axhline(1 / V, color="gray", lw=0.8, label="chance, 1/V")
         ax.set_xscale("log", base=2)
-        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$; $m$ = {str(ms)[1:-1]}", yscale="log",
-               ylabel=r"test accuracy (mean $\pm$ 1 sd)")
+        ax.set(xlabel=r"$m\,d\,/\,V$", title=f"$d={d}$; $m$ = {str(ms)[1:-1]}", yscale="log")
+        if ax in axes[:, 0]:
+            ax.set_ylabel("accuracy (mean ± sd)")
     for ax in axes.flat[len(ds):]:
         ax.axis("off")
-    axes.flat[-1].legend(*axes.flat[0].get_legend_handles_labels(), fontsize="small",
-                         loc="center")
+    axes.flat[-1].legend(*axes.flat[0].get_legend_handles_labels(), fontsize="small", loc="center")
     fig.suptitle(f"V={V}, L={L}; three steps: N={N}, query norm q={q:g}, {c['draws']} draws; "
                  f"Adam: N={adam['Ns'][0]}, {adam['draws']} draws\npaired: every arm on the "
                  "same draws; centred: the MLP's features minus their mean over tokens",
@@ -361,93 +331,105 @@ def fig_b_mlp(records, path):
     return fig
 
 
-def scaling_curve(ax, p, name, col, mk):
-    """One learner's N* on one panel (paper_b.scaling_points), bars its 95% bootstrap
-    interval; returns the top of its N grid, where a triangle marks an x without N*."""
-    s, lo, hi, _ = paper_b.slope_interval(p["x"][p["fit"]], p["boot"][:, p["fit"]])
-    top = max(r["config"]["Ns"][-1] for r in p["recs"])
-    n, b = p["n"], p["below"]
-    upper = np.where(np.isfinite(p["hi"]), p["hi"], 1e9)
-    err = np.nan_to_num(np.array([n - p["lo"], upper - n]))
-    label = name
-    if np.isfinite(s):
-        label = f"{name}, slope {s:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-    ax.errorbar(p["x"][b], n[b], err[:, b], fmt=mk + "-", color=col, ms=4, capsize=2,
-                label=label)
-    ax.errorbar(p["x"][~b], n[~b], err[:, ~b], fmt=mk, mfc="w", color=col, ms=8, capsize=2)
-    capped = p["x"][~np.isfinite(n)]
-    if len(capped):
-        ax.plot(capped, np.full(len(capped), top), "v", color=col, ms=8,
-                label=f"{name}: no N* ≤ {top}")
-    bound = p["bound"] & b                                   # reached at the first N
-    if bound.any():
-        ax.plot(p["x"][bound], n[bound], "v", mfc="w", color=col, ms=8,
-                label=f"{name}: reached at the first N (N* at most this)")
-    return top
+STYLES = {"three_step": ("C0", "o"), "literal": ("C4", "v"), "best_q": ("C1", "^"),
+          "gradinfo": ("C3", "D"), "assign": ("C5", "P"), "adam": ("C2", "s")}
 
 
-def fig_b_scaling(records, path):
-    """N* against d, L and V; three-step accuracy against theory.retrieval_snr."""
-    c0 = records[0]["config"]
+def nstar_axes(ax, records, panel, tau):
+    """A panel: each learner's N* and exponent (bars: 95% intervals; open: d >= V; a triangle
+    at the top: none in its N grid), the formula's N*, the first-gradient and coverage bounds."""
+    found = paper_b.nstar_panel(records, panel, tau)
+    ti = records[0]["config"]["taus"].index(tau)
+    for i, (learner, p) in enumerate(found.items()):
+        col, mk = STYLES[learner]
+        x, n, below = p["x"], p["n"], p["fit"] | ~np.isfinite(p["n"]) | p["bound"]
+        top = max(r["config"]["Ns"][-1] for r in p["recs"])
+        err = np.nan_to_num([n - p["lo"], np.where(np.isfinite(p["hi"]), p["hi"], 2 * top) - n])
+        label = f"{paper_b.LEARNERS[learner]}: {paper_b.exponent_terms(p['exps'])}"
+        ax.errorbar(x[below], n[below], err[:, below], fmt=mk + ("--" if learner == "literal"
+                    else "-"), color=col, ms=4, capsize=2, label=label)
+        ax.errorbar(x[~below], n[~below], err[:, ~below], fmt=mk, mfc="w", color=col, ms=7)
+        none = ~np.isfinite(n)                                  # stacked above the N grid
+        ax.plot(x[none], np.full(none.sum(), top * 1.5 ** i), "^", color=col, ms=7)
+    three = found["three_step"]
+    ax.plot(three["x"], three["pred"], ":", color="C0", label="formula (three steps)")
+    bound = [r["result"]["bound_N"][ti] for r in three["recs"]]
+    cover = [theory.coverage_N(r["config"]["V"], tau) for r in three["recs"]]
+    ax.plot(three["x"], bound, "k-.", lw=1, label="first-gradient bound (Fano)")
+    ax.plot(three["x"], cover, "--", color="gray", lw=1, label="coverage bound (any learner)")
+    axis = paper_b.records_axis(records, panel)
+    lo, top = 0.5 * min(cover), 3 * max(r["config"]["Ns"][-1] for r in records)
+    ax.set(xscale="log", yscale="log", xlabel=f"${axis}$ ({panel.split(' at ')[1]})",
+           ylabel=f"samples $N^*$ (mean accuracy $\\geq$ {tau:g})",
+           ylim=(lo, lo * (top / lo) ** 1.7))                    # the top 40%: the legend's
+    ax.set_xticks(three["x"], [f"{v:g}" for v in three["x"]])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.legend(fontsize="x-small", loc="upper left")
+
+
+WHERE = {"b_scaling": "near the ceiling, d² ≤ 64V",
+         "b_ceiling": "away from the ceiling, d² ≥ 16V",
+         "b_literal": "against L; the literal steps at fixed (η, γ)"}
+
+
+def nstar_figure(records, path):
+    """Three panels of N* at the middle tau, and measured against the formula's N* at
+    every tau, in a 2 x 2 grid; the title: the fitted exponents."""
+    panels = paper_b.panels_of(records)
     fig, axes = plt.subplots(2, 2, figsize=(12.8, 7.2))
-    axes = axes.flat
-    styles = {"three_step": ("C0", "o"), "gradinfo": ("C3", "D"), "adam": ("C2", "s")}
-    where = {"d": f"V={c0['V0']}, L={c0['L0']}", "L": f"V={c0['V0']}, d={c0['d0']}",
-             "V": f"d=V/2, L={c0['L0']}"}
-    for ax, over in zip(axes, ("d", "L", "V")):
-        xs = set()
-        tops = [1]
-        for method, (col, mk) in styles.items():
-            p = paper_b.scaling_points(records, over, method)
-            if p is None or len(p["x"]) < 2:
-                continue
-            xs |= set(p["x"])
-            tops.append(scaling_curve(ax, p, paper_b.LEARNERS[method], col, mk))
-            if method == "three_step":
-                ax.plot(p["x"], p["pred"], ":", color=col, label="predicted (three steps)")
-        xv = sorted(xs)                                   # the coverage bound: V only
-        cover = [theory.coverage_N(x if over == "V" else c0["V0"], c0["tau"]) for x in xv]
-        ax.plot(xv, cover, "--", color="gray", label="coverage bound (any learner)")
-        ax.set(xscale="log", yscale="log", xlabel=f"${over}$ ({where[over]})",
-               ylabel=rf"$N^*$ (mean accuracy $\geq$ {c0['tau']:g})")
-        ax.set_ylim(0.5 * min(cover), 2 * max(tops))    # open-ended bars run off the top
-        ax.set_xticks(xv, [f"{x:g}" for x in xv])
-        ax.xaxis.set_minor_locator(plt.NullLocator())
-        ax.legend(fontsize="x-small", loc="best")
-    points, rms = paper_b.collapse_points(records)
-    snr, acc, sd = np.array([p[:3] for p in points]).T
-    axes[3].errorbar(snr, acc, sd, fmt="o", color="C0", ms=2, lw=0.4, alpha=0.5,
-                     label="three steps: every (N, d, L), mean ± sd over draws")
-    sf = np.linspace(0, snr.max() * 1.05, 60)
-    axes[3].plot(sf, [theory.snr_accuracy(c0["V0"], s) for s in sf], "k-",
-                 label=r"$E_Z\,\Phi(\mathrm{snr}+Z)^{V-1}$" + f" (rms distance {rms:.3f})")
-    axes[3].set(xlabel=r"formula's signal-to-noise ratio $1/\sigma$ (typical token)",
-                ylabel=rf"accuracy, three steps, V={c0['V0']}")
-    axes[3].legend(fontsize="x-small", loc="upper left")
-    fig.suptitle(f"q={c0['q']:g}; {c0['draws']} draws per point (Adam fewer); N*: where the "
-                 f"mean accuracy over draws reaches τ = {c0['tau']:g}; bars: 95% bootstrap "
-                 "interval over draws; large open marker: d ≥ V, not fitted; open triangle: "
-                 "reached at the first N", fontsize="small")
-    return with_data(fig, path, {"collapse": points, "rms": rms})
+    taus = records[0]["config"]["taus"]
+    for ax, panel in zip(axes.flat, panels[:3]):
+        nstar_axes(ax, records, panel, taus[len(taus) // 2])
+    for ax in axes.flat[len(panels):3]:
+        ax.axis("off")
+    ax = axes.flat[3]
+    for i, tau in enumerate(taus):
+        found = [paper_b.nstar_panel(records, p, tau)["three_step"] for p in panels]
+        pred, n = (np.concatenate([p[k] for p in found]) for k in ("pred", "n"))
+        ax.loglog(pred, n, "o", color=f"C{i}", ms=4, label=f"three steps, tau = {tau:g}")
+    lims = np.array(ax.get_xlim())
+    ax.fill_between(lims, lims / 1.5, lims * 1.5, color=".85", label="within 1.5x")
+    ax.set(xlabel="the formula's N* (theory.critical_N)", ylabel="measured N*, three steps")
+    ax.minorticks_off()
+    ax.legend(fontsize="x-small", loc="upper left")
+    where = WHERE[records[0]["experiment"]]
+    fig.suptitle(verdict(records, taus[len(taus) // 2], where), fontsize="small")
+    return fig
+
+
+fig_b_scaling = fig_b_ceiling = fig_b_literal = nstar_figure
+
+
+def verdict(records, tau, where):
+    """The title: three steps' and the gradient information's exponents over every point."""
+    lines = [f"N* (mean accuracy ≥ {tau:g}) {where}: fitted exponents, 95% intervals"]
+    panels = paper_b.panels_of(records)
+    for learner in ("three_step", "literal", "best_q", "gradinfo"):
+        found = [paper_b.nstar_panel(records, p, tau).get(learner) for p in panels]
+        parts = [paper_b.exponent_terms(p["exps"]) for p in found if p is not None]
+        if parts:
+            lines.append(f"{paper_b.LEARNERS[learner]}: " + "; ".join(parts))
+    return "\n".join(lines)
 
 
 FIGURES = {"fig5": fig_fig5, "linear": fig_linear, "mlp": fig_mlp, "facts": fig_facts,
-           "families": fig_families, "tradeoff": fig_tradeoff, "b_agree": fig_b_agree,
-           "b_embed": fig_b_embed, "b_mlp": fig_b_mlp, "b_scaling": fig_b_scaling}
+           "families": fig_families, "arms": fig_arms, "budget": fig_budget,
+           "tradeoff": fig_tradeoff, "b_agree": fig_b_agree,
+           "b_embed": fig_b_embed, "b_mlp": fig_b_mlp, "b_scaling": fig_b_scaling,
+           "b_literal": fig_b_literal, "b_ceiling": fig_b_ceiling}
 
 
 # ------------------------------------------------------------------ drawing and the data
 
 def committed(records):
-    """A record set as committed beside its figure: without the per-trial logs no figure
-    reads, numbers to 6 significant digits."""
+    """A record set as committed: no per-trial logs (no figure reads them), 6 digits."""
     if isinstance(records, float):
         return float(f"{records:.6g}")
     if isinstance(records, list):
         return [committed(v) for v in records]
-    if isinstance(records, dict):
+    if isinstance(records, dict):                     # not the timings: a rerun changes them
         return {k: committed(v) for k, v in records.items()
-                if k not in ("trials", "hebbian_trials", "runs")}
+                if k not in ("trials", "hebbian_trials", "runs", "seconds")}
     return records
 
 
@@ -455,9 +437,8 @@ def load(name, results, scale):
     """The records to draw and their listing: the last run at `scale` in `results`, or,
     with none at the default place, the record set committed in figures/data/."""
     records, listed = run.load_records(results, name, scale)
-    data = os.path.join(DATA, f"{name}.json")
-    default = results == run.RESULTS and scale in (None, "small")
-    if not records and default and os.path.exists(data):
+    data = data_path(name, scale or "small")
+    if not records and results == run.RESULTS and os.path.exists(data):
         saved = run.read_json(data)
         return saved["records"], saved["listed"]
     if not records:
@@ -471,11 +452,12 @@ def load(name, results, scale):
 
 def figure_path(name, results, listed, talk):
     """figures/<file> (small scale), figures/<scale>/ (another), figures/talk/ (--talk);
-    beside the records for a run with --set or another results folder."""
+    beside the records for a run with --set, of a partial set or in another folder."""
     folder = "figures"
     if listed["scale"] != "small":
         folder = os.path.join("figures", listed["scale"])
-    if results != run.RESULTS or listed["set"]:
+    found = len(run.load_records(results, name, listed["scale"])[0])     # 0: committed data
+    if results != run.RESULTS or listed["set"] or 0 < found < len(listed["keys"]):   # --only
         folder = results
     elif talk:
         folder = os.path.join(folder, "talk")
@@ -483,9 +465,8 @@ def figure_path(name, results, listed, talk):
 
 
 def draw(name, results=run.RESULTS, scale=None, path=None, talk=False):
-    """Draw figure `name` from the last run at `scale` (None: the newest) in `results`
-    into `path` (default: figure_path); returns the file.  FileNotFoundError: nothing to
-    draw.  A figure drawn into figures/ commits its record set to figures/data/."""
+    """Draw figure `name` from the last run at `scale` (None: the newest) in `results` into
+    `path` (default: figure_path); the file.  Into figures/: its records to figures/data/."""
     records, listed = load(name, results, scale)
     path = path or figure_path(name, results, listed, talk)
     if not os.path.splitext(path)[1]:
@@ -499,11 +480,16 @@ def draw(name, results=run.RESULTS, scale=None, path=None, talk=False):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
-    default = os.path.join("figures", FILES.get(name, f"{name}.png"))
-    if os.path.normpath(path) == default:
+    home = figure_path(name, results, listed, talk=False)
+    if os.path.normpath(path) == home and listed["scale"] in ("small", "full"):
         saved = {"listed": listed, "records": committed(records)}
-        run.save_json(os.path.join(DATA, f"{name}.json"), saved, indent=None)
+        run.save_json(data_path(name, listed["scale"]), saved, indent=None)
     return path
+
+
+def data_path(name, scale):
+    """The committed record set of a figure: figures/data/<name>.json, <name>-full.json."""
+    return os.path.join(DATA, name + ("" if scale == "small" else f"-{scale}") + ".json")
 
 
 def _header(records, listed):
@@ -511,10 +497,8 @@ def _header(records, listed):
     lines = [f"{listed['experiment']}: scale {listed['scale']}, {len(records)} of "
              f"{len(listed['keys'])} runs"]
     lines += [f"--set {k}={json.dumps(v)}" for k, v in listed["set"].items()]
-    edges = 0
-    if "lo_fails" in records[0]["result"]:
+    if "lo_fails" in records[0]["result"] and len(paper_a.inside(records)) < len(records):
         edges = len(records) - len(paper_a.inside(records))
-    if edges:
         lines.append(f"{edges} of {len(records)} searches hit an edge: bounds, not drawn")
     return "\n".join(line[i:i + 80] for line in lines for i in range(0, len(line), 80))
 
@@ -524,12 +508,10 @@ def main(argv=None):
     p.add_argument("experiments", nargs="*", metavar="EXPERIMENT",
                    help=f"any of {', '.join(FIGURES)} (default: every one)")
     p.add_argument("--results", default=run.RESULTS, help="results folder (default: results)")
-    p.add_argument("--out", help="figure file (one EXPERIMENT only; default: figures/..., or "
-                   "RESULTS/... after --set or with --results)")
-    p.add_argument("--scale", choices=list(run.SCALES) + ["custom"], help="draw the last run "
-                   "at this scale (default: the newest run; custom: run.sweep from Python)")
-    p.add_argument("--talk", action="store_true", help="larger type and lines, for a "
-                   "projector: figures/talk/")
+    p.add_argument("--out", help="the figure's file (one EXPERIMENT only)")
+    p.add_argument("--scale", choices=list(run.SCALES) + ["custom"],
+                   help="draw the last run at this scale (default: the newest run)")
+    p.add_argument("--talk", action="store_true", help="for a projector, in figures/talk/")
     args = p.parse_args(argv)
     unknown = [n for n in args.experiments if n not in FIGURES]
     if unknown:

@@ -118,8 +118,7 @@ def make_retrieval(V, d, L, rng, m=None, kind="gaussian"):
     """Paper B's token retrieval and its model's fixed arrays (MODEL.md 3): E, U (V, d),
     z_trig, z_eos (d,), W_mlp (d, m) if m is given, and perm, the target permutation."""
     V, d, L = _check_int("V", V, 2), _check_int("d", d), _check_int("L", L, 2)
-    E = embeddings(V, d, rng, kind)
-    U = embeddings(V, d, rng, kind)
+    E, U = embeddings(V, d, rng, kind), embeddings(V, d, rng, kind)      # E first, then U
     if kind == "onehot" and d >= V + 2:
         z_trig, z_eos = np.eye(d)[V], np.eye(d)[V + 1]
     else:
@@ -148,8 +147,7 @@ def sample_retrieval(task, N, rng, Lmax=None):
 
 def retrieval_fixed(task, dtype=np.float64):
     """The frozen arrays of the retrieval model in dtype, as its `fixed` argument."""
-    names = ("E", "U", "z_trig", "z_eos", "W_mlp")
-    return {k: task[k].astype(dtype) for k in names if k in task}
+    return {k: task[k].astype(dtype) for k in ("E", "U", "z_trig", "z_eos", "W_mlp") if k in task}
 
 
 # ------------------------------------------------------------------ linear, MLP memory
@@ -470,8 +468,7 @@ def label_gradient(fixed, tokens, pos, labels, a):
     -(E^T C + z_trig b^T)(U - u_bar) / N, C[v, y] the attention on token v summed over
     the rows labelled y, b[y] that on the marked position (steps 1 and 3)."""
     if "W_mlp" in fixed:
-        raise ValueError("label_gradient: attention only (an MLP's features are not "
-                         "linear in C)")
+        raise ValueError("label_gradient: attention only (an MLP's features are not linear in C)")
     E, U, z = (fixed[k].astype(float) for k in ("E", "U", "z_trig"))
     V, rows = len(E), np.arange(len(labels))
     flat = (tokens * V + labels[:, None]).ravel()
@@ -508,19 +505,16 @@ def _check_tokens(name, x, n_vocab, ndim):
     if x.ndim != ndim or not np.issubdtype(x.dtype, np.integer):
         raise ValueError(f"{name} must be a {ndim}-d integer array, got {x.shape} {x.dtype}")
     if x.size and (x.min() < 0 or x.max() >= n_vocab):
-        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): "
-                         f"{x.min()}..{x.max()}")
+        raise ValueError(f"{name} has a token id outside [0, {n_vocab}): {x.min()}..{x.max()}")
     return x
 
 
 def _check_params(name, params, shapes):
     if set(params) != set(shapes):
-        raise ValueError(f"{name} params must have keys {sorted(shapes)}, "
-                         f"got {sorted(params)}")
+        raise ValueError(f"{name} params must have keys {sorted(shapes)}, got {sorted(params)}")
     for k, shape in shapes.items():
         if np.shape(params[k]) != shape:
-            raise ValueError(f"{name} params[{k!r}] must be {shape}, "
-                             f"got {np.shape(params[k])}")
+            raise ValueError(f"{name} params[{k!r}] must be {shape}, got {np.shape(params[k])}")
 
 
 def _transformer_inputs(params, fixed, tokens):

@@ -24,11 +24,11 @@ import paper_b                   # noqa: E402
 
 RESULTS = "results"              # the default folder of the records
 SCALES = ("tiny", "small", "full")
+CHOICES = {"dtype": ("float32", "float64"), "learners": tuple(paper_b.LEARNERS)}  # text fields
 
 
 def experiments():
-    """Every experiment: {name: {"help", "grid" (per scale), "configs", "one", "summary",
-    "choices" (the values its text fields may take)}}."""
+    """Every experiment: {name: {"help", "grid" (per scale), "configs", "one", "summary"}}."""
     return {**paper_a.EXPERIMENTS, **paper_b.EXPERIMENTS}
 
 
@@ -93,9 +93,8 @@ def _run_record(job):
 
 def sweep(experiment, configs, run_one, out=RESULTS, jobs=1, scale="custom",
           overrides=None, only=None):
-    """run_one(config) for each config (or config `only`) without a record, saving
-    OUT/<experiment>/<key>.json as each finishes; the records.  Configs carry their seeds:
-    results depend neither on `jobs` nor on the order."""
+    """run_one(config) for each config (or config `only`) without a record, saved as it ends
+    in OUT/<experiment>/<key>.json; the records (configs hold their seeds: any jobs, order)."""
     configs = unique(configs)
     keys = [config_key(c) for c in configs]
     folder = os.path.join(out, experiment)
@@ -141,10 +140,9 @@ def _run_all(todo, jobs, n_configs, experiment, listing_path, listing):
 # ------------------------------------------------------------------ the command line
 
 def parse_value(key, text, current, choices=None):
-    """A --set value: JSON (a plain word is text, `none` is null), of the type the grid
-    field `key` has now (an int where a float is, a number where None is); a list field
-    takes one value or a list.  Numbers stay > 0 (>= 0 where one is 0 now); a text
-    stays in `choices`."""
+    """A --set value: JSON (a plain word is text, `none` is null) of the type grid field `key`
+    has now (an int where a float is, a number where None is; a list field: one or a list);
+    numbers stay > 0 (>= 0 where one is 0 now), a text in `choices`."""
     try:
         value = json.loads("null" if text.lower() == "none" else text)
     except ValueError:
@@ -212,7 +210,7 @@ def build_parser(known):
 
 def read_sets(args, e):
     """The --set values by field, checked against the grid at args.scale."""
-    grid = e["grid"][args.scale]
+    grid = e["grid"].get(args.scale, e["grid"]["small"])   # full: small unless it has one
     texts = {}
     for item in args.set:
         key, _, text = item.partition("=")
@@ -221,21 +219,19 @@ def read_sets(args, e):
             raise ValueError(f"--set {key}: not a field of {args.experiment}'s grid; its "
                              f"fields are {', '.join(sorted(grid))}")
         if key in texts:
-            raise ValueError(f"--set names a field twice ({' '.join(args.set)}): "
-                             "give each once")
+            raise ValueError(f"--set names a field twice ({' '.join(args.set)}): give each once")
         texts[key] = text.strip()
     sets = {}
     for key, text in texts.items():
-        sets[key] = parse_value(key, text, grid[key], e["choices"].get(key))
+        sets[key] = parse_value(key, text, grid[key], CHOICES.get(key))
     return sets
 
 
 def make_configs(args, e, sets):
     """The configurations as sweep runs them, with --seed, --jobs and --only checked."""
     if args.seed < 0 or args.jobs < 1:
-        raise ValueError(f"--seed {args.seed} --jobs {args.jobs}: need a seed >= 0, "
-                         "jobs >= 1")
-    grid = dict(e["grid"][args.scale], **sets)
+        raise ValueError(f"--seed {args.seed} --jobs {args.jobs}: need a seed >= 0, jobs >= 1")
+    grid = dict(e["grid"].get(args.scale, e["grid"]["small"]), **sets)
     configs = unique(e["configs"](grid, args.seed))
     if not configs:
         rules = f"{e['configs'].__name__} in {e['configs'].__module__}.py"
@@ -270,8 +266,7 @@ def main(argv=None):
         if args.list:
             list_configs(args, configs)
             return
-        records = sweep(name, configs, e["one"], args.out, args.jobs, args.scale, sets,
-                        args.only)
+        records = sweep(name, configs, e["one"], args.out, args.jobs, args.scale, sets, args.only)
     except ValueError as err:                    # a bad combination of option values
         parser.error(str(err))
     except OSError as err:                       # e.g. --out names a file
@@ -285,12 +280,11 @@ def main(argv=None):
     else:
         print(f"{name}: configuration {args.only} done; a run without --only runs the "
               "others and prints the summary")
-    noun = "record" if len(records) == 1 else "records"
     draw = f"python plots.py {name} --scale {args.scale}"
     if args.out != RESULTS:
         draw += f" --results {args.out}"
-    print(f"{name}: {len(records)} {noun} in {args.out}/{name}/ ({time.time() - t0:.1f}s); "
-          f"draw them: {draw}")
+    print(f"{name}: {len(records)} record{'s' if len(records) > 1 else ''} in "
+          f"{args.out}/{name}/ ({time.time() - t0:.1f}s); draw them: {draw}")
 
 
 if __name__ == "__main__":

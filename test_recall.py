@@ -4,6 +4,7 @@ Run with `make test` (it creates .venv and installs requirements.txt first).
 """
 import ast
 import inspect
+import itertools
 import json
 import math
 import os
@@ -326,7 +327,7 @@ def test_edge_capacities_are_reported_not_fitted(tmp_path, monkeypatch):
     """A search that ends at a bracket edge is a bound: counted in the summary, left out of the
     means, the fits and the figure; a figure whose every search ended at an edge still draws."""
     def rec(d, seed, N, edge=False):
-        cfg = dict(d=d, seed=seed, a=1, b=1, H=4, dh=2, m=8, D=8, T=8, n_test=8)
+        cfg = dict(d=d, seed=seed, a=1, b=1, H=4, dh=2, m=8, D=8, T=8, n_test=8, steps=9, batch=4)
         return {"config": cfg, "result": dict(cap99=N, cap100=N, hebb99=N // 4, hebb100=N // 4,
                                               lo_fails=False, hi_succeeds=edge, params=100 * d,
                                               S_fresh99=N, facts_fresh99=N * N)}
@@ -423,7 +424,7 @@ def test_fig5_figure_renders(tmp_path):
     (lambda: paper_b.draws_config(8, 8, 4, [10], 0, 2, Lmax=3), "Lmax >= L"),
     (lambda: paper_b.draws_config(8, 8, 2, [0, 10], 0, 2), "every N >= 1"),
     (lambda: run.parse_value("steps", "-3", 8192), "steps"),
-    (lambda: run.parse_value("method", "foo", "adam", paper_b.CHOICES["method"]), "one of"),
+    (lambda: run.parse_value("learners", '["foo"]', ["adam"], run.CHOICES["learners"]), "one of"),
 ])
 def test_bad_inputs_raise_value_error_with_message(call, word):
     with pytest.raises(ValueError, match=word):
@@ -513,8 +514,8 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
     for grid in (paper_a.FIG5, paper_a.FACTS, paper_a.TRADEOFF):   # single precision by default
         assert {g["dtype"] for g in grid.values()} == {"float32"}
     cfgs = paper_a.facts_configs(paper_a.FACTS["tiny"], 0)
-    assert [c["d"] for c in cfgs] == [20, 16] and {c["dtype"] for c in cfgs} == {"float32"}
-    assert [c["H"] for c in cfgs] == [5, 8]                          # 8 heads, or d/4
+    assert [c["d"] for c in cfgs] == [24, 16] and {c["dtype"] for c in cfgs} == {"float32"}
+    assert [c["H"] for c in cfgs] == [8, 8]                          # one head count
     full = paper_a.facts_configs(paper_a.FACTS["full"], 0)
     assert len(full) == 3 * 70 and {(c["lo"], c["hi"]) for c in full if c["d"] == 16 and
                                 c["a"] == c["b"] == 1} == {(10, 15)}   # sqrt(c 6 d^2)
@@ -550,20 +551,33 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
                                        for r in recs)
 
 
-def test_families_configs_spend_parameters_as_named():
-    """Attention-dominated: dh H = 4 d, m = d / 4; MLP-dominated: one head, dh = d / 4, m = 4 d;
-    balanced as facts; the grid has no a, b or H of its own, so --set cannot silently miss."""
+def test_families_arms_and_budgets_spend_parameters_as_named():
+    """Families: one head count each across sizes (attention-dominated dh H = 4 d, m = d/4;
+    MLP-dominated dh H = d/4, m = 4 d); arms: one part grows over 16x at d = 16 while the
+    other stays at its least; budgets: steps x batch; a bad family is refused."""
     cfgs = paper_a.families_configs(paper_a.FAMILIES["small"], 0)
-    assert not {"a", "b", "H"} & set(paper_a.FAMILIES["small"])
     for c in cfgs:
         attn, mlp = c["H"] * c["dh"], c["m"]
-        assert {(4, 0.25): (attn, mlp) == (4 * c["d"], c["d"] // 4),
-                (1, 1): (attn, mlp) == (c["d"], c["d"]),
-                (0.25, 4): (c["H"], attn, mlp) == (1, c["d"] // 4, 4 * c["d"])}[c["a"], c["b"]]
-    sizes = {fam: sorted({c["d"] for c in cfgs if paper_a.facts_family({"config": c}) == fam})
-             for fam in ("a=4 b=0.25", "a=1 b=1", "a=0.25 b=4")}
-    assert all(d == [16, 24, 32, 48] for d in sizes.values())         # 4 sizes, 9x in params
-    assert len(cfgs) == 3 * 4 * paper_a.FAMILIES["small"]["seeds"]
+        assert {"attention-dominated": (attn, mlp) == (4 * c["d"], c["d"] // 4),
+                "balanced": (attn, mlp) == (c["d"], c["d"]),
+                "balanced, 8 heads": (c["H"], attn) == (8, c["d"]),
+                "MLP-dominated": (attn, mlp) == (c["d"] // 4, 4 * c["d"])}[c["family"]]
+        assert c["H"] == (8 if "8 heads" in c["family"] else 2)        # per family, fixed
+    assert {c["d"] for c in cfgs} == {16, 24, 32, 48} and len(cfgs) == 4 * 4 * 3
+    arms = paper_a.families_configs(paper_a.ARMS["small"], 0)
+    assert sorted(c["x"] for c in arms) == ["attention"] * 15 + ["mlp"] * 30    # 3 seeds
+    for family in {c["family"] for c in arms}:
+        arm = [c for c in arms if c["family"] == family]
+        x = arm[0]["x"]
+        grown = (lambda c: c["m"]) if x == "mlp" else (lambda c: c["dh"])
+        held = {(c["H"], c["m"] if x == "attention" else c["dh"]) for c in arm}
+        assert len(held) == 1 and max(map(grown, arm)) == 16 * min(map(grown, arm))
+        assert len({grown(c) for c in arm}) >= 4
+    budgets = paper_a.families_configs(paper_a.BUDGET["small"], 0)
+    assert {(c["steps"], c["batch"]) for c in budgets} == {(3000, 256), (16384, 256),
+                                                            (16384, 1024)}
+    with pytest.raises(ValueError, match="each family is"):
+        paper_a.families_configs(dict(paper_a.ARMS["tiny"], families=[{"a": 1}]), 0)
 
 
 def test_tradeoff_frontier_fits_and_tiny_run(tmp_path):
@@ -861,7 +875,6 @@ def test_accuracy_formula_limits_and_solvers():
     assert theory.coverage_bound(64, theory.coverage_N(64, 0.3)) == pytest.approx(0.3)
     assert theory.bisect_log(lambda x: x < 10, 1.0, 100.0, 1.01) == pytest.approx((10, 10),
                                                                                  rel=0.011)
-    assert theory.retrieval_snr(64, 8000, 64, 8, 10.0) > theory.retrieval_snr(64, 2000, 64, 8, 10.0)
 
 
 def test_three_step_accuracy_matches_theory_at_one_point():
@@ -881,7 +894,7 @@ def test_three_step_accuracy_matches_theory_at_one_point():
     assert np.min(r["attention"]) > 0.99 and abs(np.mean(r["accuracy"]) - pred) < 0.10
 
 
-@pytest.mark.parametrize("name", ["b_agree", "b_embed", "b_mlp", "families"])
+@pytest.mark.parametrize("name", ["b_agree", "b_embed", "b_mlp", "families", "arms", "budget"])
 def test_experiment_tiny(name, tmp_path, capsys):
     """Each experiment at tiny scale writes records, prints its summary, and its figure renders."""
     run.main([name, "--scale", "tiny", "--out", str(tmp_path)])
@@ -960,7 +973,7 @@ def test_gradinfo_decoder_reads_the_counts_when_d_exceeds_V():
         for i in range(L):
             C[tokens[n, i], labels[n]] += 1
     G = first_gradient(fixed, tokens, pos, labels)
-    np.testing.assert_array_equal(train.gradinfo_decoder(fixed, L)(G), C.argmax(1))
+    np.testing.assert_array_equal(train.gradinfo_decoder(fixed, L)(G).argmax(1), C.argmax(1))
 
 
 def test_sample_retrieval_labels_by_perm():
@@ -1005,16 +1018,6 @@ def test_float32_draws_match_float64():
     assert paper_b.draws_config(16, 20, 4, [64], 0, 2, method="gradinfo")["dtype"] == "float64"
 
 
-def test_snr_accuracy_and_retrieval_snr_by_hand():
-    """E Phi(Z)^(V-1) = 1/V (Phi(Z) is uniform); for V = 2, E Phi(s + Z) = Phi(s / sqrt 2);
-    saturated attention gives sigma^2 = 3/d + 2V/d^2 + V/N + V^2/(N d) (docstring's limit)."""
-    assert theory.snr_accuracy(64, 0.0) == pytest.approx(1 / 64, rel=1e-3)
-    assert theory.snr_accuracy(2, 1.0) == pytest.approx(0.5 * math.erfc(-0.5), rel=1e-6)
-    V, N, d = 64, 4000, 64
-    assert theory.retrieval_snr(V, N, d, 2, 50.0) == pytest.approx(
-        (3 / d + 2 * V / d ** 2 + V / N + V * V / (N * d)) ** -0.5, rel=0.05)
-
-
 def test_centred_mlp_backward_matches_finite_differences():
     rng = np.random.default_rng(6)
     t = rc.make_retrieval(10, 6, 5, rng, m=7)
@@ -1024,40 +1027,96 @@ def test_centred_mlp_backward_matches_finite_differences():
     check_grads(rc.retrieval_forward, rc.retrieval_backward, params, fixed, (tok, pos), rng)
 
 
-def test_scaling_tiny(tmp_path, capsys):
-    """b_scaling at tiny scale: every learner on its panels, the tables, and the figure."""
-    run.main(["b_scaling", "--scale", "tiny", "--out", str(tmp_path)])
-    recs, _ = run.load_records(str(tmp_path), "b_scaling")
-    assert {r["config"]["method"] for r in recs} == {"three_step", "gradinfo", "adam"}
+@pytest.mark.parametrize("name", ["b_scaling", "b_literal", "b_ceiling"])
+def test_nstar_experiments_tiny(name, tmp_path, capsys):
+    """Every N* experiment at tiny scale: each learner on its panels, the tables with the
+    formula and the bounds, the product table, and the figure with every N* inside its axes."""
+    run.main([name, "--scale", "tiny", "--out", str(tmp_path)])
+    recs, _ = run.load_records(str(tmp_path), name)
+    grid = run.experiments()[name]["grid"]["tiny"]
+    methods = {"best_q": "three_step"}
+    assert {r["config"]["method"] for r in recs} == {methods.get(m, m) for m in grid["learners"]}
     assert all(np.shape(r["result"]["accuracy"]) == (r["config"]["draws"], len(r["config"]["Ns"]))
                for r in recs)
     out = capsys.readouterr().out
-    assert all(f"N* against {x}" in out for x in "dLV") and "over 2 points with d < V" in out
-    assert "nan" not in out and "predicted accuracy -> 0.094 as N -> inf; measured best mean" in out
-    path = plots.draw("b_scaling", str(tmp_path), path=str(tmp_path / "b_scaling.png"))
-    assert os.path.getsize(path) > 1000
-    fig = plots.fig_b_scaling(recs, str(tmp_path / "again.png"))
-    for ax in fig.axes[:3]:                        # every drawn N* inside its log axis's range
-        lo, hi = ax.get_ylim()                     # (the bars' caps may run off the top)
+    assert "N* against L at V=32, d=16" in out and "nan" not in out
+    assert "first-gradient bound" in out and "formula:" in out
+    fig = plots.FIGURES[name](recs, str(tmp_path / "f.png"))
+    for ax in fig.axes[:3 if name != "b_literal" else 1]:     # every N* inside the axes
+        lo, hi = ax.get_ylim()
         ys = np.concatenate([c.lines[0].get_ydata() for c in ax.containers]).astype(float)
         ys = ys[np.isfinite(ys)]
         assert ax.get_yscale() == "log" and 0 < lo and len(ys) and (lo <= ys).all()
-        assert (ys <= hi).all() and hi / lo < 1e5
+        assert (ys <= hi).all() and hi / lo < 1e7
+    assert os.path.getsize(plots.draw(name, str(tmp_path), path=str(tmp_path / "d.png"))) > 1000
 
 
-def test_nstar_bootstrap_and_slope_interval():
-    """N* is where the mean curve crosses tau; the bootstrap interval contains the slope of
-    N* = 1000 x^-1 measured exactly, and is a point when every draw is the same."""
-    Ns = [16 * 2 ** k for k in range(10)]
-    recs = [{"config": {"Ns": Ns, "tau": 0.5, "draws": 4},
-             "result": {"accuracy": [[float(N >= 1000 / x) for N in Ns]] * 4}} for x in (1, 2, 4)]
-    boot = paper_b.nstar_bootstrap(recs, resamples=20)
-    assert boot.shape == (21, 3) and np.all(boot == boot[0])
-    s, lo, hi, out = paper_b.slope_interval(np.array([1.0, 2, 4]), boot)
-    assert lo == hi == s and abs(s + 1) < 0.2 and out == 0
-    for bad in ({"tau": 2}, {"tau": 0.01}, {"d_contrast": 4}):   # tau below chance at V = 24
-        with pytest.raises(ValueError, match="need 1/V < tau < 1"):
-            paper_b.b_scaling_configs(dict(paper_b.B_SCALING["tiny"], **bad), 0)
+def test_nstar_bootstrap_and_exponents():
+    """N* is where the best mean curve of a group crosses tau; exact N* = 1000 V / d give
+    exponents V^1, d^-1 with a point interval; a bad tau is refused."""
+    Ns = [16 * 2 ** k for k in range(12)]
+    points = [(100, 10, 8), (200, 10, 8), (100, 20, 8), (100, 40, 8)]
+
+    def rec(V, d, shift=0.0):
+        acc = [[float(N >= 1000 * V / d / 100) - shift for N in Ns]] * 4
+        return {"config": {"Ns": Ns, "draws": 4}, "result": {"accuracy": acc}}
+    groups = [[rec(*p[:2]), rec(*p[:2], shift=0.5)] for p in points]   # the best: unshifted
+    boot = paper_b.nstar_bootstrap(groups, 0.5, resamples=20)
+    assert boot.shape == (21, 4) and np.all(boot == boot[0])
+    names, fit, lo, hi, out = paper_b.fit_exponents(points, boot)
+    assert names == ["V", "d"] and out == 0 and np.allclose(lo, hi)
+    assert fit == pytest.approx([1.0, -1.0], abs=0.05)               # N* ~ V^1 d^-1
+    assert paper_b.crossing([10, 100], [0.0, 1.0], 0.5) == pytest.approx(math.sqrt(1000))
+    with pytest.raises(ValueError, match="need 1/V < tau < 1"):
+        paper_b.nstar_configs(dict(paper_b.B_SCALING["tiny"], taus=[0.01]), 0)
+
+
+def test_nstar_configs_run_a_shared_point_once():
+    """A point in several panels is one config naming them all; best q adds the q grid."""
+    grid = dict(paper_b.B_SCALING["tiny"], learners=["best_q"], q_grid=[2.0, 7.0])
+    configs = paper_b.nstar_configs(grid, 0)
+    shared = [c for c in configs if (c["V"], c["d"], c["L"]) == (32, 16, 8)]
+    assert len(shared) == 3 and {c["q"] for c in shared} == {2.0, 5.0, 7.0}
+    assert all(len(c["panels"]) == 3 for c in shared)                 # in all three panels
+    assert sum("theory" in c for c in configs) == len(configs) // 3   # the formula at q only
+
+
+def test_assignment_against_brute_force():
+    """train.assignment finds the permutation of largest total score: every V <= 6 against
+    all V! permutations, ties included, and a V = 300 one with a planted optimum."""
+    rng = np.random.default_rng(0)
+    for V in range(1, 7):
+        for trial in range(30):
+            score = rng.standard_normal((V, V))
+            if trial % 3 == 0:
+                score = np.round(score)                              # ties
+            col = train.assignment(score)
+            assert sorted(col) == list(range(V))
+            best = max(score[np.arange(V), list(p)].sum() for p in itertools.permutations(range(V)))
+            assert score[np.arange(V), col].sum() == pytest.approx(best)
+    perm = rng.permutation(300)
+    score = rng.random((300, 300))
+    score[np.arange(300), perm] += 1.0                               # the unique optimum
+    np.testing.assert_array_equal(train.assignment(score), perm)
+
+
+def test_first_gradient_bound_by_hand():
+    """Label information is 0 without samples and ln V when the counts name the token;
+    Fano's accuracy bound is capped by coverage, vacuous below about 1/ln V, rises with N
+    and falls with L; the Gaussian part follows (r/2) ln(1 + (1 + A)/(L - 1))."""
+    assert theory.label_information(64, 0, 4) == pytest.approx(0.0, abs=1e-12)
+    assert theory.label_information(64, 64000, 2) == pytest.approx(math.log(64), rel=1e-3)
+    assert theory.first_gradient_bound(64, 0, 16, 8) == pytest.approx(1 / 64)   # coverage
+    many = theory.first_gradient_bound(256, 1e5, 256, 8)
+    assert many == pytest.approx(theory.coverage_bound(256, 1e5), rel=1e-6)
+    low = [theory.first_gradient_bound(256, N, 32, 32) for N in (500, 2000, 8000)]
+    assert low[0] < low[1] < low[2] < 1
+    assert theory.first_gradient_bound(256, 2000, 32, 64) < low[1]    # longer: less known
+    gauss = theory.first_gradient_information(256, 1000, 16, 32, samples=10)
+    assert gauss == pytest.approx(16 * 16 / 2 * math.log1p((1 + 1000 / 256) / 31))
+    n = theory.first_gradient_N(256, 32, 32, 0.5)
+    assert theory.first_gradient_bound(256, n, 32, 32) >= 0.5 > theory.first_gradient_bound(
+        256, n / 1.05, 32, 32)
 
 
 # ----------------------------------------------------------------------------- homework

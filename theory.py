@@ -110,6 +110,58 @@ def coverage_bound(V, N):
     return 1.0 - (1.0 - 1.0 / V) ** N * (1.0 - 1.0 / V)
 
 
+def label_information(V, N, L, samples=2000, seed=0):
+    """[ours] I(pi^-1(y); C[:, y]) in nats (Monte Carlo): what one label's column of the
+    token-by-label counts C tells of its token x, over counts c ~ Binomial(N, 1/V).  The
+    column is c e_x plus Multinomial((L - 1) c, 1/V), so P(x | column) ~ C_x! / (C_x - c)!."""
+    rng = np.random.default_rng(seed)
+    c = rng.binomial(N, 1 / V, samples)[:, None]                      # (samples, 1)
+    C = rng.multinomial((L - 1) * c[:, 0], np.full(V, 1 / V))        # (samples, V)
+    C[:, 0] += c[:, 0]                                                # token 0 is x
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, C.max() + 1)))])
+    logw = log_factorial[C] - log_factorial[np.maximum(C - c, 0)]
+    logw[C < c] = -np.inf                                             # x cannot be there
+    top = logw.max(1, keepdims=True)
+    log_total = top[:, 0] + np.log(np.exp(logw - top).sum(1))
+    return float(np.mean(math.log(V) + logw[:, 0] - log_total))
+
+
+def first_gradient_information(V, N, d, L, samples=2000, seed=0):
+    """[ours] An upper estimate of I(pi; G) in nats, G the first gradient (MODEL.md 3): at
+    most V label_information (G is a function of C), and, with the projected counts taken
+    as Gaussian (each entry of G adds N (L - 1) cells), at most a Gaussian channel's
+    (r/2) ln(1 + (1 + A)/(L - 1)), r = min(d, V) min(d, V - 1), A = N/V."""
+    r = min(d, V) * min(d, V - 1)
+    gaussian = r / 2 * math.log1p((1 + N / V) / (L - 1))
+    return min(gaussian, V * label_information(V, N, L, samples, seed))
+
+
+def first_gradient_bound(V, N, d, L, samples=2000, seed=0):
+    """[ours] The accuracy no learner that sees only the first gradient (and the
+    embeddings) can exceed, by Fano's inequality per token: its mean error e has
+    h(e) + e ln(V - 1) >= ln(V!)/V - I/V, I = first_gradient_information; capped by
+    coverage_bound.  Vacuous below about 1/ln V (Fano's slack)."""
+    need = math.lgamma(V + 1) / V - first_gradient_information(V, N, d, L, samples, seed) / V
+    lo, hi = 0.0, 1.0 - 1.0 / V                   # h(e) + e ln(V-1) rises on [0, 1 - 1/V]
+    for _ in range(50):
+        e = (lo + hi) / 2
+        if -e * math.log(e) - (1 - e) * math.log(1 - e) + e * math.log(V - 1) < need:
+            lo = e
+        else:
+            hi = e
+    return min(1.0 - lo, coverage_bound(V, N))
+
+
+def first_gradient_N(V, d, L, tau, samples=2000, seed=0):
+    """[ours] The N where first_gradient_bound reaches tau (to 2%): no learner that sees
+    only the first gradient reaches tau with fewer; inf if not below 1e8."""
+    def reaches(N):
+        return first_gradient_bound(V, N, d, L, samples, seed) >= tau
+    if not reaches(1e8):
+        return math.inf
+    return bisect_log(reaches, 1, 1e8, ratio=1.02, at_lo=reaches(1))[1]
+
+
 def query_cosine(V, N, d, L):
     """[ours] The cosine of the learned query w = WKQ1 z_eos with z_trig (MODEL.md 4.2):
     1/sqrt(1 + R^2), R the step-2 noise along the mean embedding over the trigger part."""
@@ -317,19 +369,3 @@ def loglog_slope(x, y):
     if len(set(x[ok])) < 2:
         return float("nan")
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
-
-
-def retrieval_snr(V, N, d, L, q, m=None, z2=1.0):
-    """[ours] 1/sigma of retrieval_accuracy at the typical token (the stored node nearest
-    x = 0; 0 if none); MODEL.md 4.8."""
-    stored = [t for t in _token_nodes(V, N, d, L, q, m, z2)[0] if t["S"] > 0]
-    if not stored:
-        return 0.0
-    typical = min(stored, key=lambda t: abs(t["x"]))
-    return 1.0 / math.sqrt(sum(typical["terms"].values()))
-
-
-def snr_accuracy(V, snr, n=64):
-    """[ours] E_Z[Phi(snr + Z)^(V-1)]: a correct logit snr sds ahead beats V-1 others."""
-    z, w = _normal_nodes(n)
-    return float(w @ _Phi(snr + z) ** (V - 1))

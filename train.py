@@ -73,9 +73,8 @@ def bisect_capacity(succeeds, lo, hi, ratio=1.01, widen=WIDEN):
 # ------------------------------------------------------------------ paper A: memories
 
 def fit_memory(forward, backward, params, fixed, y, lr, steps, stop_at=1.0, patience=None):
-    """Full-batch Adam on items 0..N-1, labels y (N,), until the accuracy reaches stop_at,
-    `steps` run out or it has not improved for `patience` steps ([ours]); the first steps at
-    99% and 100% (None: never), the best accuracy, the steps run."""
+    """Full-batch Adam on items 0..N-1 (labels y) to accuracy stop_at, `steps`, or `patience`
+    steps without gain ([ours]); the first steps at 99% and 100% (None: never), best, steps."""
     x = np.arange(len(y))                                          # (N,)
     state = adam_init(params)
     out, best_step = {"first99": None, "first100": None, "best": 0.0}, 0
@@ -118,8 +117,7 @@ def hebbian_accuracy(N, d, seed):
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None, dtype="float64"):
-    """The MLP memory (A2) by full-batch Adam until 99% recalled; M = None: f(i) = i, else
-    f(i) = i M // N."""
+    """The MLP memory (A2) by full-batch Adam to 99%; f(i) = i (M = None) or i M // N."""
     rng = np.random.default_rng([seed, d, m, M or 0, N])
     E = rc.embeddings(N, d, rng, "sphere")
     U = rc.embeddings(N if M is None else M, d, rng, "sphere")
@@ -147,10 +145,9 @@ def transformer_trial(S, cfg):
 
 
 def transformer_run(S, cfg, lr):
-    """Adam on fresh prompts, S = R (A4), the lr cosine-decayed to 0 ([ours]); accuracy on
-    n_test fresh prompts every eval_every steps.  Stops at 99% if prompts_per_fact = 0, else
-    once every fact is right on that many prompts; or at `steps`; or after `patience`
-    steps without a gain of 0.005 ([ours])."""
+    """Adam on fresh prompts, S = R (A4), lr cosine-decayed to 0 ([ours]), the accuracy on
+    n_test fresh prompts every eval_every steps; stops at 99% (and every fact right on k =
+    prompts_per_fact prompts), at `steps`, or `patience` steps without a 0.005 gain ([ours])."""
     d, H, dh, m, dt = cfg["d"], cfg["H"], cfg["dh"], cfg["m"], np.dtype(cfg["dtype"])
     rng = np.random.default_rng([cfg["seed"], d, H, dh, m, S])
     task = rc.make_facts(S, S, cfg["D"], rng, T=cfg["T"])
@@ -258,13 +255,11 @@ def three_step(fixed, tokens, pos, labels, eta, gamma=None, query_norm=None, chu
 
 
 def three_step_limit(fixed, tokens, pos, labels, query_norm=None, gamma_eta=None):
-    """three_step as eta -> 0 (attention only), in O(N L + V^2 d) (MODEL.md 3): the same
-    WKQ1 and, up to a positive scale, WV2.  The query w = WKQ1 z_eos is -gamma eta
-    |z_eos|^2 dw: give gamma_eta (the steps at fixed eta, gamma), or its norm q."""
+    """three_step as eta -> 0 (attention only; MODEL.md 3): the query WKQ1 z_eos is -gamma
+    eta |z_eos|^2 dw: give gamma_eta (eta, gamma fixed), or its norm q; WV2 up to scale."""
     if (gamma_eta is None) == (query_norm is None):
         raise ValueError("give exactly one of gamma_eta and query_norm")
-    uniform = np.full(tokens.shape, 1.0 / tokens.shape[1])
-    G0 = rc.label_gradient(fixed, tokens, pos, labels, uniform)    # step 1, at zero
+    G0 = rc.label_gradient(fixed, tokens, pos, labels, np.full(tokens.shape, 1 / tokens.shape[1]))
     dw = rc.query_gradient(fixed, tokens, pos, labels, G0)         # step 2's direction
     z_eos = fixed["z_eos"].astype(float)
     if gamma_eta is None:
@@ -296,8 +291,42 @@ def retrieval_adam(fixed, tokens, pos, labels, steps, lr):
 
 
 def gradinfo_decoder(fixed, L):
-    """[ours] decode(G): the labels (V,) from G = grad_WV at zero (MODEL.md 3), token x's
-    argmax_v C[x, v] of C = (E~^T)^+ (-G) Uc^+, E~ = E + z_trig / L, Uc = U - u_bar."""
+    """[ours] The first gradient's token-by-label statistic (MODEL.md 3): G = grad_WV at zero
+    -> C = (E~^T)^+ (-G) Uc^+ (V, V), E~ = E + z_trig / L, Uc = U - u_bar."""
     left = np.linalg.pinv((fixed["E"] + fixed["z_trig"] / L).T)        # (V, d)
     right = np.linalg.pinv(fixed["U"] - fixed["U"].mean(0))            # (d, V)
-    return lambda G: (left @ -G @ right).argmax(1)
+    return lambda G: left @ -G @ right
+
+
+def assignment(score):
+    """[ours] The permutation col (V,) that maximises sum_x score[x, col[x]]: one label per
+    token.  The Hungarian method, adding one row at a time along a shortest augmenting
+    path (O(V^3)); u, v are the dual potentials, index 0 a free dummy column."""
+    cost = -np.asarray(score, float)
+    n = len(cost)
+    u, v = np.zeros(n + 1), np.zeros(n + 1)
+    row_of = np.zeros(n + 1, int)                 # the row (1-based) matched to each column
+    came_from = np.zeros(n + 1, int)              # the previous column on the path
+    for i in range(1, n + 1):
+        row_of[0], j = i, 0
+        dist, done = np.full(n + 1, np.inf), np.zeros(n + 1, bool)
+        while row_of[j]:                          # until the path reaches a free column
+            done[j] = True
+            r = row_of[j]
+            reduced = cost[r - 1] - u[r] - v[1:]                # (n,) from row r
+            closer = ~done[1:] & (reduced < dist[1:])
+            dist[1:][closer] = reduced[closer]
+            came_from[1:][closer] = j
+            nearest = np.where(done[1:], np.inf, dist[1:])
+            j_next = int(np.argmin(nearest)) + 1
+            step = nearest[j_next - 1]
+            u[row_of[done]] += step               # keep every reduced cost >= 0
+            v[done] -= step
+            dist[1:][~done[1:]] -= step
+            j = j_next
+        while j:                                  # flip the path's matches
+            row_of[j] = row_of[came_from[j]]
+            j = came_from[j]
+    col = np.empty(n, int)
+    col[row_of[1:] - 1] = np.arange(n)
+    return col
