@@ -390,9 +390,10 @@ ARMS = {"small": dict(FACTS["small"], d=[16], families=[
 ARMS["tiny"] = dict(FACTS["tiny"], d=[16], families=[
     dict(f, **{k: f[k][:2] for k in "ab" if isinstance(f[k], list)})
     for f in ARMS["small"]["families"]])
-BUDGET = {"small": dict(FACTS["small"], d=[16, 32], H=8, lrs=[1e-3, 3e-3, 1e-2], eval_every=100,
-                        families=[{"name": f"{steps} x {batch}", "steps": steps, "batch": batch}
-                                  for steps, batch in ((3000, 256), (16384, 256), (16384, 1024))])}
+BUDGET = {"full": dict(FACTS["small"], d=[16, 32], H=8, lrs=[1e-3, 3e-3, 1e-2], eval_every=100,
+                       families=[{"name": f"{steps} x {batch}", "steps": steps, "batch": batch}
+                                 for steps, batch in ((3000, 256), (16384, 256), (16384, 1024))])}
+BUDGET["small"] = dict(BUDGET["full"], families=BUDGET["full"]["families"][:2])
 BUDGET["tiny"] = dict(FACTS["tiny"], families=[{"name": "400 x 64", "steps": 400, "batch": 64}])
 
 

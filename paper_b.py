@@ -218,9 +218,7 @@ def agreement_stats(rows, name):
     ratio = np.array([w["pred_sd"] / max(w["meas_sd"], 1e-12) for w in rows])
     n = len(rows)
     within = int((abs(ratio - 1) <= 0.3).sum())
-    se = ""
-    if n > 1:
-        se = f" ± {diff.std(ddof=1) / n ** .5:.4f} (sd of the diffs / sqrt {n})"
+    se = f" ± {diff.std(ddof=1) / n ** .5:.4f} (sd of the diffs / sqrt {n})" if n > 1 else ""
     return (f"\n{name}: {n} point{'s' if n > 1 else ''}, {rows[0]['draws']} draws each: "
             f"mean |predicted - measured| = {np.abs(diff).mean():.3f} (largest "
             f"{np.abs(diff).max():.3f}), mean signed {diff.mean():+.4f}{se} (fresh-noise "
@@ -329,7 +327,7 @@ B_SCALING = {"small": dict(
             {"V": 256, "d": 128, "L": [2, 4, 8, 16, 32, 64]},
             {"V": [96, 128, 181, 256, 362], "d": [48, 64, 90, 128, 181], "L": 8}],
     learners=["three_step", "gradinfo", "adam"], taus=[0.1], q=5.0, q_grid=[], adam_lr=0.02,
-    gamma_eta=1e6, Lmax=64, top=32, n_test=1000, draws=20, adam_draws=5, adam_steps=150,
+    gamma_eta=1e8, Lmax=64, top=32, n_test=1000, draws=20, adam_draws=5, adam_steps=150,
     Nmax={"three_step": 32768, "literal": 32768, "gradinfo": 4096, "assign": 4096, "adam": 256})}
 B_SCALING["tiny"] = dict(B_SCALING["small"], draws=3, adam_draws=2, adam_steps=20,
                          Nmax=dict.fromkeys(B_SCALING["small"]["Nmax"], 512),
@@ -592,7 +590,9 @@ B_CEILING = {"small": dict(
     Nmax={m: 2 ** 20 for m in ("three_step", "gradinfo", "assign")},
     panels=[{"V": 1024, "L": 8, "d": [128, 192, 256, 384, 512]},
             {"V": 1024, "d": 384, "L": [4, 8, 16, 32]},
-            {"V": [1024, 1448, 2048], "d": 512, "L": 8}])}
+            {"V": [1024, 1448], "d": 512, "L": 8}])}
+B_CEILING["full"] = dict(B_CEILING["small"], panels=B_CEILING["small"]["panels"][:2]
+                         + [{"V": [1024, 1448, 2048], "d": 512, "L": 8}])
 B_CEILING["tiny"] = dict(B_SCALING["tiny"], learners=B_CEILING["small"]["learners"],
                          taus=[0.1, 0.5])
 

@@ -573,7 +573,7 @@ def test_families_arms_and_budgets_spend_parameters_as_named():
         held = {(c["H"], c["m"] if x == "attention" else c["dh"]) for c in arm}
         assert len(held) == 1 and max(map(grown, arm)) == 16 * min(map(grown, arm))
         assert len({grown(c) for c in arm}) >= 4
-    budgets = paper_a.families_configs(paper_a.BUDGET["small"], 0)
+    budgets = paper_a.families_configs(paper_a.BUDGET["full"], 0)
     assert {(c["steps"], c["batch"]) for c in budgets} == {(3000, 256), (16384, 256),
                                                             (16384, 1024)}
     with pytest.raises(ValueError, match="each family is"):

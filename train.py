@@ -112,8 +112,7 @@ def hebbian_accuracy(N, d, seed):
     """Accuracy of the untrained memory W = sum_i e_i u_i^T = E^T U, on the trial's draw."""
     rng = np.random.default_rng([seed, d, N])
     E, U = rc.embeddings(N, d, rng, "sphere"), rc.embeddings(N, d, rng, "sphere")
-    logits = (E @ (E.T @ U)) @ U.T                                 # (N, N)  E W U^T
-    return rc.accuracy(logits, np.arange(N))
+    return rc.accuracy((E @ (E.T @ U)) @ U.T, np.arange(N))       # logits E W U^T (N, N)
 
 
 def mlp_memory_trial(N, d, m, M, seed, lr, steps, patience=None, dtype="float64"):
