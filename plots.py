@@ -175,14 +175,10 @@ def fig_facts(records, path):
 
 
 def _family_label(family, fit):
-    slope = ""
-    s = fit.get("loglog_slope", np.nan)
-    if not np.isnan(s):
-        slope = f", slope {s:.2f}"
-        ci = fit.get("slope_95", [np.nan, np.nan])
-        if not np.isnan(ci[0]):
-            slope += " [{:.2f}, {:.2f}]".format(*ci)
-    return f"{family}: {fit.get('facts_per_param', np.nan):.3f} facts/param{slope}"
+    """The legend's line: facts/param and the slope (95% interval; nan: too few points)."""
+    lo, hi = fit.get("slope_95", [np.nan, np.nan])
+    return (f"{family}: {fit.get('facts_per_param', np.nan):.3f} facts/param, "
+            f"slope {fit.get('loglog_slope', np.nan):.2f} [{lo:.2f}, {hi:.2f}]")
 
 
 fig_families = fig_arms = fig_budget = fig_facts        # the same figure, other families
@@ -355,13 +351,13 @@ def nstar_axes(ax, records, panel, tau):
     ax.plot(three["x"], three["pred"], ":", color="C0", label="formula (three steps)")
     bound = [r["result"]["bound_N"][ti] for r in three["recs"]]
     cover = [theory.coverage_N(r["config"]["V"], tau) for r in three["recs"]]
-    ax.plot(three["x"], bound, "k-.", lw=1, label="first-gradient bound (Fano)")
-    ax.plot(three["x"], cover, "--", color="gray", lw=1, label="coverage bound (any learner)")
+    ax.plot(three["x"], cover, color=".8", lw=5, label="coverage bound (any learner)")
+    ax.plot(three["x"], bound, "k-.", lw=1, label="first-gradient bound (Fano)")  # over it
     axis = paper_b.records_axis(records, panel)
     lo, top = 0.5 * min(cover), 3 * max(r["config"]["Ns"][-1] for r in records)
     ax.set(xscale="log", yscale="log", xlabel=f"${axis}$ ({panel.split(' at ')[1]})",
-           ylabel=f"samples $N^*$ (mean accuracy $\\geq$ {tau:g})",
-           ylim=(lo, lo * (top / lo) ** 1.7))                    # the top 40%: the legend's
+           ylabel=f"samples $N^*$ (accuracy {tau:g})",
+           ylim=(lo, lo * (top / lo) ** 2.1))                    # the top half: the legend's
     ax.set_xticks(three["x"], [f"{v:g}" for v in three["x"]])
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.legend(fontsize="x-small", loc="upper left")
@@ -376,17 +372,17 @@ def nstar_figure(records, path):
     """Three panels of N* at the middle tau, and measured against the formula's N* at
     every tau, in a 2 x 2 grid; the title: the fitted exponents."""
     panels = paper_b.panels_of(records)
-    fig, axes = plt.subplots(2, 2, figsize=(12.8, 7.2))
+    top = [0, 1] if len(panels) > 1 else [0, 0]
+    mosaic = [top, [2, 3]] if len(panels) > 2 else [top, [3, 3]]    # comparison: bottom row
+    fig, axes = plt.subplot_mosaic(mosaic, figsize=(12.8, 7.2))
     taus = records[0]["config"]["taus"]
-    for ax, panel in zip(axes.flat, panels[:3]):
-        nstar_axes(ax, records, panel, taus[len(taus) // 2])
-    for ax in axes.flat[len(panels):3]:
-        ax.axis("off")
-    ax = axes.flat[3]
+    for i, panel in enumerate(panels[:3]):
+        nstar_axes(axes[i], records, panel, taus[len(taus) // 2])
+    ax = axes[3]
     for i, tau in enumerate(taus):
         found = [paper_b.nstar_panel(records, p, tau)["three_step"] for p in panels]
         pred, n = (np.concatenate([p[k] for p in found]) for k in ("pred", "n"))
-        ax.loglog(pred, n, "o", color=f"C{i}", ms=4, label=f"three steps, tau = {tau:g}")
+        ax.loglog(pred, n, "o", color=f"C{i}", ms=4, label=f"three steps, τ = {tau:g}")
     lims = np.array(ax.get_xlim())
     ax.fill_between(lims, lims / 1.5, lims * 1.5, color=".85", label="within 1.5x")
     ax.set(xlabel="the formula's N* (theory.critical_N)", ylabel="measured N*, three steps")
@@ -402,11 +398,15 @@ fig_b_scaling = fig_b_ceiling = fig_b_literal = nstar_figure
 
 def verdict(records, tau, where):
     """The title: three steps' and the gradient information's exponents over every point."""
-    lines = [f"N* (mean accuracy ≥ {tau:g}) {where}: fitted exponents, 95% intervals"]
+    lines = [f"N* (mean accuracy ≥ {tau:g}) {where}: each panel's fit, 95% intervals; "
+             "▲: none reaches it in the N grid"]
     panels = paper_b.panels_of(records)
     for learner in ("three_step", "literal", "best_q", "gradinfo"):
-        found = [paper_b.nstar_panel(records, p, tau).get(learner) for p in panels]
-        parts = [paper_b.exponent_terms(p["exps"]) for p in found if p is not None]
+        parts = []
+        for panel in panels:
+            p = paper_b.nstar_panel(records, panel, tau).get(learner)
+            if p is not None:
+                parts.append(f"{paper_b.exponent_terms(p['exps'])} ({panel.split(' at ')[1]})")
         if parts:
             lines.append(f"{paper_b.LEARNERS[learner]}: " + "; ".join(parts))
     return "\n".join(lines)
