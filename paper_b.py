@@ -16,7 +16,7 @@ import theory
 import train
 
 LEARNERS = {"three_step": "three steps", "best_q": "three steps, best q",
-            "literal": "three steps, fixed (η, γ)", "gradinfo": "gradient information",
+            "literal": "three steps, literal (fixed η, γ)", "gradinfo": "gradient information",
             "assign": "gradient information, assigned", "adam": "Adam"}
 DRAWS = {"tiny": 3, "small": 20}      # independent draws per point
 
@@ -624,10 +624,10 @@ EXPERIMENTS = {
                       B_EMBED, b_embed_configs, draws_one, b_embed_summary),
     "b_mlp": _entry("paper B: attention only vs + fixed MLP, three steps and Adam",
                     B_MLP, b_mlp_configs, b_mlp_one, b_mlp_summary),
-    "b_scaling": _entry("paper B: N* against d, L and V near the ceiling, every learner",
+    "b_scaling": _entry("paper B: N* against d, L and V near the ceiling (d² ≈ V)",
                         B_SCALING, nstar_configs, nstar_one, nstar_summary),
     "b_literal": _entry("paper B: N* against L, the literal steps and the best q",
                         B_LITERAL, nstar_configs, nstar_one, nstar_summary),
-    "b_ceiling": _entry("paper B: N* against V, L and d away from the ceiling",
+    "b_ceiling": _entry("paper B: N* against V, L and d away from the ceiling (d² ≥ 16V)",
                         B_CEILING, nstar_configs, b_ceiling_one, nstar_summary),
 }

@@ -54,10 +54,9 @@ def fig_fig5(records, path):
             label=r"relation-only: $-\log\sum_{a\in r}p(a)$")
     ax.plot(step, curve["subject"], color="C3", lw=2, ls=":",
             label=r"subject-only: $-\log\sum_{a\equiv y \,(\mathrm{mod}\,D)}p(a)$")
-    for v in (n_answers, D):                 # labelled at the right end, where no curve is
+    for v in (n_answers, D):        # labelled under the line at the right end: no curve there
         ax.axhline(np.log(v), ls="--", color="gray", lw=1)
-        ax.text(0.99 * step[-1], np.log(v), rf"$\ln {v}$", va="top", ha="right",
-                color="gray")                # under its line, inside the frame
+        ax.text(0.99 * step[-1], np.log(v), rf"$\ln {v}$", va="top", ha="right", color="gray")
     ends = np.array([paper_a.fig5_stages(r["result"], n_answers, D) for r in records], float)
     seen = [e[np.isfinite(e)] for e in ends.T]                      # nan: never ends
     mean = [e.mean() if len(e) else np.nan for e in seen]
@@ -174,8 +173,7 @@ def fig_facts(records, path):
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
 
-def _family_label(family, fit):
-    """The legend's line: facts/param and the slope (95% interval; nan: too few points)."""
+def _family_label(family, fit):                 # nan: too few points for a fit
     lo, hi = fit.get("slope_95", [np.nan, np.nan])
     return (f"{family}: {fit.get('facts_per_param', np.nan):.3f} facts/param, "
             f"slope {fit.get('loglog_slope', np.nan):.2f} [{lo:.2f}, {hi:.2f}]")
@@ -341,9 +339,10 @@ def nstar_axes(ax, records, panel, tau):
         x, n, below = p["x"], p["n"], p["fit"] | ~np.isfinite(p["n"]) | p["bound"]
         top = max(r["config"]["Ns"][-1] for r in p["recs"])
         err = np.nan_to_num([n - p["lo"], np.where(np.isfinite(p["hi"]), p["hi"], 2 * top) - n])
-        label = f"{paper_b.LEARNERS[learner]}: {paper_b.exponent_terms(p['exps'])}"
-        ax.errorbar(x[below], n[below], err[:, below], fmt=mk + ("--" if learner == "literal"
-                    else "-"), color=col, ms=4, capsize=2, label=label)
+        wide = learner == "literal"                 # wide and beneath: best q shows on it
+        ax.errorbar(x[below], n[below], err[:, below], fmt=mk + ("--" if wide else "-"),
+                    lw=5 if wide else None, alpha=0.6 if wide else 1, zorder=1 if wide else 2,
+                    color=col, ms=4, capsize=2, label=paper_b.LEARNERS[learner])
         ax.errorbar(x[~below], n[~below], err[:, ~below], fmt=mk, mfc="w", color=col, ms=7)
         none = ~np.isfinite(n)                                  # stacked above the N grid
         ax.plot(x[none], np.full(none.sum(), top * 1.5 ** i), "^", color=col, ms=7)
@@ -353,19 +352,13 @@ def nstar_axes(ax, records, panel, tau):
     cover = [theory.coverage_N(r["config"]["V"], tau) for r in three["recs"]]
     ax.plot(three["x"], cover, color=".8", lw=5, label="coverage bound (any learner)")
     ax.plot(three["x"], bound, "k-.", lw=1, label="first-gradient bound (Fano)")  # over it
-    axis = paper_b.records_axis(records, panel)
     lo, top = 0.5 * min(cover), 3 * max(r["config"]["Ns"][-1] for r in records)
-    ax.set(xscale="log", yscale="log", xlabel=f"${axis}$ ({panel.split(' at ')[1]})",
-           ylabel=f"samples $N^*$ (accuracy {tau:g})",
-           ylim=(lo, lo * (top / lo) ** 2.1))                    # the top half: the legend's
+    ax.set(xscale="log", yscale="log", ylabel=f"samples $N^*$ (τ = {tau:g})",
+           xlabel=f"${paper_b.records_axis(records, panel)}$ ({panel.split(' at ')[1]})",
+           ylim=(lo, lo * (top / lo) ** 1.5))                    # the top third: the legend's
     ax.set_xticks(three["x"], [f"{v:g}" for v in three["x"]])
     ax.xaxis.set_minor_locator(plt.NullLocator())
-    ax.legend(fontsize="x-small", loc="upper left")
-
-
-WHERE = {"b_scaling": "near the ceiling, d² ≤ 64V",
-         "b_ceiling": "away from the ceiling, d² ≥ 16V",
-         "b_literal": "against L; the literal steps at fixed (η, γ)"}
+    ax.legend(fontsize="x-small", loc="upper left", ncol=2)
 
 
 def nstar_figure(records, path):
@@ -388,18 +381,23 @@ def nstar_figure(records, path):
     ax.set(xlabel="the formula's N* (theory.critical_N)", ylabel="measured N*, three steps")
     ax.minorticks_off()
     ax.legend(fontsize="x-small", loc="upper left")
-    where = WHERE[records[0]["experiment"]]
-    fig.suptitle(verdict(records, taus[len(taus) // 2], where), fontsize="small")
+    fig.suptitle(verdict(records, taus[len(taus) // 2]), fontsize="small")
     return fig
 
 
 fig_b_scaling = fig_b_ceiling = fig_b_literal = nstar_figure
 
 
-def verdict(records, tau, where):
-    """The title: three steps' and the gradient information's exponents over every point."""
-    lines = [f"N* (mean accuracy ≥ {tau:g}) {where}: each panel's fit, 95% intervals; "
-             "▲: none reaches it in the N grid"]
+def verdict(records, tau):
+    """The title: what ran, and each learner's exponents panel by panel."""
+    configs = [r["config"] for r in records]
+    q = next(c["q"] for c in configs if c["method"] == "three_step" and c.get("theory"))
+    lines = [f"{paper_b.EXPERIMENTS[records[0]['experiment']]['help']}; three steps at q = {q:g}",
+             f"N* at mean accuracy ≥ τ = {tau:g}, each panel's fit (95% intervals); open: not "
+             "fitted (d ≥ V, or a bound); ▲: none reaches τ in the N grid"]
+    literal = [c["gamma_eta"] for c in configs if c["method"] == "literal"]
+    if literal:
+        lines[0] += f"; literal steps at γη = {literal[0]:g}"
     panels = paper_b.panels_of(records)
     for learner in ("three_step", "literal", "best_q", "gradinfo"):
         parts = []
