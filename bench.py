@@ -53,8 +53,7 @@ def bench_transformer(d, dtype, B=1024, T=32, S=64, R=64, D=8):
     task = rc.make_facts(S, R, D, rng, T=T)
     fixed = {"E": rc.embeddings(task["vocab"], d, rng).astype(dtype),
              "U": rc.embeddings(task["n_answers"], d, rng).astype(dtype)}
-    params = rc.init_transformer(d, H, dh, m, rng)
-    params = {k: v.astype(dtype) for k, v in params.items()}
+    params = {k: v.astype(dtype) for k, v in rc.init_transformer(d, H, dh, m, rng).items()}
     tokens, y = rc.sample_facts(task, B, rng)
     state = train.adam_init(params)
     data = (params, fixed, tokens, y)

@@ -163,12 +163,13 @@ def fig_facts(records, path):
         plotted[family] = [P.tolist(), F.tolist()]
     pp = np.geomspace(P_all.min() / 1.5, P_all.max() * 1.5, 20)
     ax.plot(pp, theory.C_AUTHORS_FACTS * pp, "k:", lw=1, label=r"facts $= 0.15\,$params (authors)")
+    budgets = sorted({f"{r['config']['steps']} x {r['config']['batch']}" for r in records})
     xlabel = r"parameters $4Hd_hd + 2md$"
     if cfg.get("x"):
         xlabel = r"parameters of the part that grows: $2md$ or $4Hd_hd$"
     log_axes(ax, xlabel, r"facts stored $S\cdot R$" "\n" rf"($\geq 99\%$ of {cfg['n_test']} "
              f"prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, $T$={cfg['T']}, "
-             f"{cfg['steps']} steps x {cfg['batch']} prompts", ncol=1)
+             f"{' or '.join(budgets)} (steps x prompts)", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
