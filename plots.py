@@ -227,14 +227,13 @@ def fig_tradeoff(records, path):
 # ------------------------------------------------------------------ paper B
 
 def fig_b_agree(records, path):
-    """Predicted against measured accuracy (± 1 sd); below, the paired diff (± 2 se)."""
+    """Predicted against measured accuracy (± 1 sd); beside it, the paired diff (± 2 se)."""
     rows = paper_b.agreement_rows(records)
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(4.6, 7.0), sharex=True, height_ratios=(3, 1.3))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.4, 4.8), sharex=True)      # a slide's shape
     ax.fill_between((0, 1), (-.03, .97), (.03, 1.03), color=".8", label="predicted within 0.03")
     bx.axhspan(-.03, .03, color=".8")
     sets = [("tuning, attention only", "o", "C0"), ("tuning, attention + MLP", "s", "C1"),
-            ("hidden (never tuned on; see RESULTS.md)", "^", "C3"),
-            ("hidden, high accuracy (full scale)", "D", "C2")]
+            ("hidden (never tuned on)", "^", "C3"), ("hidden, high accuracy", "D", "C2")]
     for i, (label, fmt, col) in enumerate(sets):
         members = [r for r in rows if r["set"] == i]
         if not members:
@@ -243,9 +242,10 @@ def fig_b_agree(records, path):
                               for k in ("meas", "pred", "pred_sd", "se", "meas_sd"))
         ax.errorbar(x, y, sd, xerr, fmt=fmt, ms=4, lw=0.6, color=col, label=label)
         bx.errorbar(x, y - x, 2 * se, fmt=fmt, ms=4, lw=0.6, color=col)
-    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="predicted by the formula (MODEL.md 4.7; mean ± sd)")
-    bx.set(xlabel="measured accuracy (mean ± sd)", ylabel="predicted − measured\n(± 2 se)")
-    ax.legend(fontsize="small", title="three steps: formula against runs", loc="upper left")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="measured accuracy (mean ± sd)",
+           ylabel="predicted (MODEL.md 4.7; mean ± sd)", title="three steps: formula vs runs")
+    bx.set(xlabel="measured accuracy (mean ± sd)", ylabel="predicted − measured (± 2 se)")
+    ax.legend(fontsize="x-small", loc="lower right")
     return fig
 
 
