@@ -271,10 +271,10 @@ def fig_b_embed(records, path):
     ax.plot(Nf, [theory.coverage_bound(c["V"], n) for n in Nf], "--", color="gray",
             label="coverage bound (any learner)")
     ax.axhline(1 / c["V"], color="gray", lw=0.8, label="chance, 1/V")
-    ax.set(xscale="log", xlabel="samples $N$", ylabel="test accuracy")
+    ax.set(xscale="log", xlabel="samples $N$", ylabel="accuracy", ylim=(0, 1.5), yticks=[0, .5, 1])
     ax.set_title(f"Random vs one-hot embeddings: V={c['V']}, L={c['L']}, q={c['q']:g}, mean "
                  f"± sd of {c['draws']} draws; dotted: the formula (random)", fontsize="small")
-    ax.legend(fontsize="small", loc="upper left")
+    ax.legend(fontsize="small", loc="upper left", ncol=2)                # above accuracy 1
     return fig
 
 
