@@ -158,7 +158,7 @@ def fig_facts(records, path):
         P = np.array([paper_a.grown_params(r) for r in rs])
         F = np.array([r["result"]["facts_fresh99"] for r in rs])
         heads = sorted({r["config"]["H"] for r in rs})
-        ax.scatter(P, F, color=f"C{i}", marker="osD^v"[i % 5], s=36, zorder=3,
+        ax.scatter(P, F, color=f"C{i}", marker="osD^v"[i % 5], s=36, zorder=3, alpha=0.6,
                    label=_family_label(f"{family}, H = {str(heads)[1:-1]}", fits.get(family, {})))
         plotted[family] = [P.tolist(), F.tolist()]
     pp = np.geomspace(P_all.min() / 1.5, P_all.max() * 1.5, 20)
@@ -169,7 +169,7 @@ def fig_facts(records, path):
         xlabel = r"parameters of the part that grows: $2md$ or $4Hd_hd$"
     log_axes(ax, xlabel, r"facts stored $S\cdot R$" "\n" rf"($\geq 99\%$ of {cfg['n_test']} "
              f"prompts)", f"One-layer transformer, $D$={cfg['D']}, $S=R$, $T$={cfg['T']}, "
-             f"{' or '.join(budgets)} (steps x prompts)", ncol=1)
+             f"{budgets[0] if len(budgets) == 1 else 'per family:'} steps x prompts", ncol=1)
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     return with_data(fig, path, {"plotted": plotted, "fits": fits})
 
