@@ -384,12 +384,12 @@ FAMILIES["tiny"] = dict(FACTS["tiny"], families=FAMILIES["small"]["families"][::
 ARMS = {"small": dict(FACTS["small"], d=[16], families=[
     {"name": "MLP grows (one head, dh = 4)", "a": 0.25, "b": [1, 2, 4, 8, 16], "H": 1,
      "x": "mlp"},
-    {"name": "MLP grows (two heads, dh = 8)", "a": 1, "b": [1, 2, 4, 8, 16], "H": 2, "x": "mlp"},
-    {"name": "attention grows (m = 1)", "a": [0.25, 0.5, 1, 2, 4], "b": 0.0625, "H": 1,
-     "x": "attention"}])}
+    {"name": "MLP grows (two heads, dh = 8)", "a": 1, "b": [1, 2, 4, 8, 16], "H": 2, "x": "mlp"}]
+    + [{"name": "attention grows (heads of dh = 4, m = 1)", "a": H / 4, "b": 0.0625, "H": H,
+        "x": "attention"} for H in (1, 2, 4, 8, 16)])}            # one name: one arm, one fit
 ARMS["tiny"] = dict(FACTS["tiny"], d=[16], families=[
     dict(f, **{k: f[k][:2] for k in "ab" if isinstance(f[k], list)})
-    for f in ARMS["small"]["families"]])
+    for f in ARMS["small"]["families"][:4]])
 BUDGET = {"full": dict(FACTS["small"], d=[16, 32], H=8, lrs=[1e-3, 3e-3, 1e-2], eval_every=100,
                        families=[{"name": f"{steps} x {batch}", "steps": steps, "batch": batch}
                                  for steps, batch in ((3000, 256), (16384, 256), (16384, 1024))])}

@@ -554,7 +554,8 @@ def test_facts_tiny_scale_runs_in_single_precision_and_plots(tmp_path, monkeypat
 def test_families_arms_and_budgets_spend_parameters_as_named():
     """Families: one head count each across sizes (attention-dominated dh H = 4 d, m = d/4;
     MLP-dominated dh H = d/4, m = 4 d); arms: one part grows over 16x at d = 16 while the
-    other stays at its least; budgets: steps x batch; a bad family is refused."""
+    other stays at its least, no head wider than d (it would add parameters, not rank);
+    budgets: steps x batch; a bad family is refused."""
     cfgs = paper_a.families_configs(paper_a.FAMILIES["small"], 0)
     for c in cfgs:
         attn, mlp = c["H"] * c["dh"], c["m"]
@@ -569,10 +570,10 @@ def test_families_arms_and_budgets_spend_parameters_as_named():
     for family in {c["family"] for c in arms}:
         arm = [c for c in arms if c["family"] == family]
         x = arm[0]["x"]
-        grown = (lambda c: c["m"]) if x == "mlp" else (lambda c: c["dh"])
-        held = {(c["H"], c["m"] if x == "attention" else c["dh"]) for c in arm}
+        grown = (lambda c: c["m"]) if x == "mlp" else (lambda c: c["H"] * c["dh"])
+        held = {(c["H"], c["dh"]) if x == "mlp" else (c["dh"], c["m"]) for c in arm}
         assert len(held) == 1 and max(map(grown, arm)) == 16 * min(map(grown, arm))
-        assert len({grown(c) for c in arm}) >= 4
+        assert len({grown(c) for c in arm}) >= 4 and all(c["dh"] <= c["d"] for c in arm)
     budgets = paper_a.families_configs(paper_a.BUDGET["full"], 0)
     assert {(c["steps"], c["batch"]) for c in budgets} == {(3000, 256), (16384, 256),
                                                             (16384, 1024)}
