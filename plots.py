@@ -400,12 +400,10 @@ def verdict(records, tau):
     if literal:
         lines[0] += f"; literal steps at γη = {literal[0]:g}"
     panels = paper_b.panels_of(records)
+    found = {panel: paper_b.nstar_panel(records, panel, tau) for panel in panels}  # once
     for learner in ("three_step", "literal", "best_q", "gradinfo"):
-        parts = []
-        for panel in panels:
-            p = paper_b.nstar_panel(records, panel, tau).get(learner)
-            if p is not None:
-                parts.append(f"{paper_b.exponent_terms(p['exps'])} ({panel.split(' at ')[1]})")
+        parts = [f"{paper_b.exponent_terms(f[learner]['exps'])} ({p.split(' at ')[1]})"
+                 for p, f in found.items() if learner in f]
         if parts:
             lines.append(f"{paper_b.LEARNERS[learner]}: " + "; ".join(parts))
     return "\n".join(lines)
